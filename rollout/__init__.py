@@ -1,0 +1,1 @@
+"""The refinement loop: episode state, agents, policies, tasks, simulated world, rollouts, store."""

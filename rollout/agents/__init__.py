@@ -1,0 +1,1 @@
+"""All agents. Importing this package registers every agent module listed here."""

@@ -1,0 +1,105 @@
+"""The agent interface and registry.
+
+An agent turns the current EpisodeState into an AgentOutcome (new domain/problem/plan text plus
+accounting). Agents register themselves by stable ID with `@register`; nothing else needs an
+edit to add one. The episode loop (not the agent) runs the planner and validator afterwards.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rollout.agent_table import AGENT_BY_ID, DYNAMIC_AGENT_ID, AgentInfo
+from rollout.state import EpisodeState
+from rollout.tasks.base import Task
+
+if TYPE_CHECKING:
+    from solvers import Limits
+
+
+@dataclass
+class AgentOutcome:
+    domain: str
+    problem: str
+    plan: str = ""  # "" means: let the loop call the planner
+    proposed_solution: str = ""
+    natural_language: str = ""  # agent 12's rendering
+    ok: bool = True  # False: the agent failed (bad LLM reply, ...); state is kept unchanged
+    message: str = ""  # what the agent did or why it failed, for traces and records
+    llm_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    solver_cpu_s: float = 0.0
+
+
+class ChatBackend(Protocol):
+    """A real LLM chat endpoint (rollout.llm implements it)."""
+
+    async def chat(self, messages: list[dict[str, str]], *, purpose: str) -> Any: ...
+
+
+class SimulatedAgents(Protocol):
+    """The simulated world's stand-in for LLM agents within one episode (rollout.sim)."""
+
+    def apply_llm_agent(
+        self, agent_id: int, state: EpisodeState, *, dynamic_profile: str | None = None
+    ) -> AgentOutcome: ...
+
+
+@dataclass
+class AgentContext:
+    """Per-episode resources an agent may use. Exactly one of `llm` / `sim` is set for LLM agents."""
+
+    task: Task
+    limits: Limits
+    rng: random.Random
+    llm: ChatBackend | None = None
+    sim: SimulatedAgents | None = None
+    llm_backend_name: str = "sim"
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class Agent(ABC):
+    agent_id: int
+
+    @property
+    def info(self) -> AgentInfo:
+        return AGENT_BY_ID[self.agent_id]
+
+    @property
+    def name(self) -> str:
+        return "DynamicAgent" if self.agent_id == DYNAMIC_AGENT_ID else self.info.name
+
+    @abstractmethod
+    async def apply(
+        self, state: EpisodeState, ctx: AgentContext, *, dynamic_profile: str | None = None
+    ) -> AgentOutcome:
+        """Return the new artefacts. Must not raise for bad model output: return ok=False."""
+
+
+_REGISTRY: dict[int, type[Agent]] = {}
+
+
+def register(cls: type[Agent]) -> type[Agent]:
+    if cls.agent_id in _REGISTRY and _REGISTRY[cls.agent_id] is not cls:
+        raise ValueError(f"agent ID {cls.agent_id} registered twice")
+    _REGISTRY[cls.agent_id] = cls
+    return cls
+
+
+def registered_agents() -> dict[int, type[Agent]]:
+    import rollout.agents  # noqa: F401  (imports every agent module so they register)
+
+    return dict(_REGISTRY)
+
+
+def make_agent(agent_id: int) -> Agent:
+    agents = registered_agents()
+    if agent_id not in agents:
+        raise KeyError(f"no agent registered with ID {agent_id}")
+    return agents[agent_id]()

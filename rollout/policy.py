@@ -1,0 +1,70 @@
+"""The one orchestrator-policy interface: state -> decision, with its source and latency.
+
+Every policy (rules, teacher LLM, random, scripted, trained student, HTTP client, search)
+implements `Policy`. Synchronous `decide` is the primitive; `adecide` lets network-bound
+policies overlap many episodes in one asyncio loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from rollout.agent_table import agent_name
+from rollout.state import EpisodeState
+
+DecidedBy = Literal["rule", "teacher", "student", "search", "random", "scripted", "model", "fallback"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    agent_id: int
+    decided_by: DecidedBy
+    latency_ms: float = 0.0
+    reason: str = ""
+    policy_version: str = ""
+    # Free text for the dynamic agent's task profile (agent_id == DYNAMIC_AGENT_ID).
+    dynamic_profile: str | None = None
+
+    @property
+    def agent_name(self) -> str:
+        return agent_name(self.agent_id)
+
+    @property
+    def is_hardcoded(self) -> bool:
+        return self.decided_by == "rule"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["agent_name"] = self.agent_name
+        return data
+
+
+class Policy(ABC):
+    name: str = "policy"
+    version: str = "0"
+
+    @abstractmethod
+    def _decide(self, state: EpisodeState) -> Decision:
+        """Return a decision; latency is filled in by `decide`."""
+
+    def decide(self, state: EpisodeState) -> Decision:
+        t0 = time.perf_counter()
+        decision = self._decide(state)
+        return _with_latency(decision, t0)
+
+    async def adecide(self, state: EpisodeState) -> Decision:
+        return await asyncio.to_thread(self.decide, state)
+
+    def close(self) -> None:  # noqa: B027  (optional hook; most policies hold nothing)
+        """Release resources (HTTP sessions, models)."""
+
+
+def _with_latency(decision: Decision, t0: float) -> Decision:
+    if decision.latency_ms:
+        return decision
+    return Decision(decision.agent_id, decision.decided_by, (time.perf_counter() - t0) * 1000.0,
+                    decision.reason, decision.policy_version, decision.dynamic_profile)

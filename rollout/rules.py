@@ -1,0 +1,42 @@
+"""The rules layer: decisions made without any model. They are marked is_hardcoded and are
+excluded from the supervised set."""
+
+from __future__ import annotations
+
+from rollout.agent_table import EMERGENCY_ID, NOOP_ID, SYNTAX_ID
+from rollout.policy import Decision, Policy
+from rollout.state import EpisodeState
+
+_SYNTAX_CATEGORIES = frozenset({"parse_error_domain", "parse_error_problem", "parse_error_plan"})
+
+
+def rule_decision(state: EpisodeState) -> Decision | None:
+    if not state.domain.strip():
+        return Decision(EMERGENCY_ID, "rule", reason="empty domain")
+    if state.plan_valid:
+        return Decision(NOOP_ID, "rule", reason="validator accepted the plan")
+    if state.error_category in _SYNTAX_CATEGORIES or "[parse." in state.validator_errors \
+            or "[parse." in state.planner_log:
+        return Decision(SYNTAX_ID, "rule", reason=f"syntax error ({state.error_category or 'parse diagnostic'})")
+    return None
+
+
+class RulesFirst(Policy):
+    """Applies the rules layer, then defers to an inner policy."""
+
+    def __init__(self, inner: Policy) -> None:
+        self.inner = inner
+        self.name = f"rules+{inner.name}"
+        self.version = inner.version
+
+    def _decide(self, state: EpisodeState) -> Decision:
+        return rule_decision(state) or self.inner.decide(state)
+
+    async def adecide(self, state: EpisodeState) -> Decision:
+        ruled = rule_decision(state)
+        if ruled is not None:
+            return ruled
+        return await self.inner.adecide(state)
+
+    def close(self) -> None:
+        self.inner.close()

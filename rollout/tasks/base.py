@@ -1,0 +1,22 @@
+"""A planning task: what the loop is asked to solve, and how its answer is scored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Scoring = Literal["gold_pddl", "checker", "none"]
+
+
+@dataclass(frozen=True)
+class Task:
+    task_id: str  # unique and stable, e.g. "planbench/blocksworld/instance-17"
+    family: str  # planbench | classical | temporal | natural_plan
+    domain_name: str
+    description: str  # the natural-language specification the loop starts from
+    target_planner: Literal["fd", "temporal"] = "fd"
+    scoring: Scoring = "gold_pddl"
+    spec_json: str | None = None
+    gold_domain: str | None = None
+    gold_problem: str | None = None
+    gold_plan: str | None = None

@@ -1,0 +1,1 @@
+"""Ray Serve decision endpoint, model runtimes, hot reload, telemetry."""

@@ -1,0 +1,113 @@
+"""Typed results of planner and validator calls, with stable error categories.
+
+The category strings are part of the trajectory schema and of the HTTP API: never rename one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class ErrorCategory(StrEnum):
+    OK = "ok"
+    PARSE_ERROR_DOMAIN = "parse_error_domain"
+    PARSE_ERROR_PROBLEM = "parse_error_problem"
+    PARSE_ERROR_PLAN = "parse_error_plan"
+    UNSUPPORTED_REQUIREMENT = "unsupported_requirement"
+    UNSOLVABLE_PROVED = "unsolvable_proved"
+    NO_PLAN_FOUND = "no_plan_found"
+    SEARCH_TIMEOUT = "search_timeout"
+    MEMORY_LIMIT = "memory_limit"
+    SOLVER_CRASH = "solver_crash"
+    PLAN_INVALID = "plan_invalid"
+    INPUT_ERROR = "input_error"
+
+    @property
+    def is_parse_error(self) -> bool:
+        return self in PARSE_ERRORS
+
+
+PARSE_ERRORS = frozenset(
+    {ErrorCategory.PARSE_ERROR_DOMAIN, ErrorCategory.PARSE_ERROR_PROBLEM, ErrorCategory.PARSE_ERROR_PLAN}
+)
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """One plan step. Temporal plans carry a start time and a duration."""
+
+    name: str
+    args: tuple[str, ...] = ()
+    start: float | None = None
+    duration: float | None = None
+
+    def to_pddl(self) -> str:
+        body = "(" + " ".join((self.name, *self.args)) + ")"
+        if self.start is None:
+            return body
+        dur = f" [{self.duration:g}]" if self.duration is not None else ""
+        return f"{self.start:.3f}: {body}{dur}"
+
+
+def plan_to_text(steps: list[PlanStep] | tuple[PlanStep, ...]) -> str:
+    return "".join(step.to_pddl() + "\n" for step in steps)
+
+
+@dataclass
+class PlanResult:
+    """What a planner call produced. `plan` is None unless category is OK."""
+
+    category: ErrorCategory
+    planner: str
+    plan: list[PlanStep] | None = None
+    cost: float | None = None
+    message: str = ""
+    output_tail: str = ""
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    diagnostics: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.category is ErrorCategory.OK
+
+    @property
+    def plan_text(self) -> str:
+        return plan_to_text(self.plan or [])
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["category"] = self.category.value
+        return data
+
+
+@dataclass
+class ValidationResult:
+    """A validator verdict.
+
+    valid: the plan is executable and reaches the goal (category OK).
+    invalid: category PLAN_INVALID with failing_step (1-based) and the unsatisfied precondition,
+      or unreached_goal when every step applies but the goal does not hold.
+    parse error: category PARSE_ERROR_* with location "file:line:col".
+    unsupported: category UNSUPPORTED_REQUIREMENT.
+    """
+
+    category: ErrorCategory
+    validator: str
+    valid: bool = False
+    failing_step: int | None = None
+    failing_action: str | None = None
+    unsatisfied: str | None = None
+    unreached_goal: str | None = None
+    location: str | None = None
+    message: str = ""
+    output_tail: str = ""
+    wall_s: float = 0.0
+    diagnostics: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["category"] = self.category.value
+        return data
