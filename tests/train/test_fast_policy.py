@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from synthetic import SYMPTOMS, synthetic_episodes
+
+from rollout.rules import RulesFirst
+from rollout.state import EpisodeState
+from train.fast_policy import EmptyDatasetError, HashedLinearPolicy, train_fast_policy
+from train.manifest import Manifest, ManifestError
+from train.policies import load_policy
+
+
+def test_trains_loads_and_beats_majority(tmp_path):
+    episodes = synthetic_episodes(n_tasks=50, noise=0.25, seed=1)
+    manifest = train_fast_policy(episodes, tmp_path / "fast")
+    m = manifest.metrics
+    assert m["val_examples"] > 20
+    assert m["val_accuracy"] > m["val_majority_rate"] + 0.3
+    policy = load_policy(tmp_path / "fast")
+    assert isinstance(policy, HashedLinearPolicy)
+    # The teacher follows the hidden rule 75% of the time; the student learns the rule itself.
+    fresh = [EpisodeState.from_json(s.state_json) for ep in synthetic_episodes(n_tasks=10, seed=99) for s in ep.steps
+             if not s.is_hardcoded]
+    rule = {err: agent for _, err, agent in SYMPTOMS}
+    hits = sum(policy.decide(s).agent_id == rule[s.validator_errors] for s in fresh)
+    assert hits / len(fresh) > 0.9
+    assert Manifest.load(tmp_path / "fast").policy_class == "hashed_linear"
+    state = EpisodeState.from_json(episodes[0].steps[0].state_json)
+    assert policy.decide(state).decided_by == "student"
+    wrapped = load_policy(tmp_path / "fast", rules_first=True)
+    assert isinstance(wrapped, RulesFirst)
+    assert wrapped.decide(EpisodeState(task_description="x")).agent_id == 2  # empty domain: rule
+
+
+def test_decides_well_under_10ms(tmp_path):
+    train_fast_policy(synthetic_episodes(n_tasks=30, seed=2), tmp_path / "fast")
+    policy = load_policy(tmp_path / "fast")
+    state = EpisodeState(task_description="t " * 2000, domain="(define (domain d))", validator_errors="err " * 500,
+                         error_category="plan_invalid", history=list(range(10)))
+    policy.decide(state)
+    t0 = time.perf_counter()
+    for _ in range(200):
+        policy.decide(state)
+    per_ms = (time.perf_counter() - t0) * 1000 / 200
+    assert per_ms < 10, per_ms
+
+
+def test_empty_dataset_stops_clearly(tmp_path):
+    rejected = synthetic_episodes(n_tasks=3, accepted_fraction=0.0)
+    with pytest.raises(EmptyDatasetError, match="no supervised examples"):
+        train_fast_policy(rejected, tmp_path / "fast")
+    with pytest.raises(EmptyDatasetError):
+        train_fast_policy([], tmp_path / "fast")
+
+
+def test_bad_manifests_refused(tmp_path):
+    train_fast_policy(synthetic_episodes(n_tasks=10), tmp_path / "fast")
+    path = tmp_path / "fast" / "manifest.json"
+    data = json.loads(path.read_text())
+    data["label_map"].pop("20")
+    path.write_text(json.dumps(data))
+    with pytest.raises(ManifestError, match="0..20"):
+        load_policy(tmp_path / "fast")
+    data["label_map"]["20"] = "20"
+    data["policy_class"] = "mystery"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ManifestError, match="unknown policy_class"):
+        load_policy(tmp_path / "fast")
+    with pytest.raises(ManifestError, match="does not exist"):
+        load_policy(tmp_path / "nowhere")
+    (tmp_path / "fast" / "weights.npz").write_bytes(b"garbage")
+    data["policy_class"] = "hashed_linear"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ManifestError, match="unreadable weights"):
+        load_policy(tmp_path / "fast")

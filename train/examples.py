@@ -1,0 +1,108 @@
+"""Supervised examples from trajectories: (state the policy saw, agent the teacher chose).
+
+Filtering keeps episodes whose final plan the chosen check accepts (validator or oracle), drops
+steps decided by the rules layer (is_hardcoded), and de-duplicates identical (state, agent)
+pairs. The train/validation split is by task, so no task appears on both sides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from rollout.state import EpisodeState
+from rollout.trajectory import EpisodeRecord
+
+FilterName = Literal["validator", "oracle", "none"]
+FILTERS: tuple[str, ...] = ("validator", "oracle", "none")
+
+
+@dataclass
+class Example:
+    example_id: str
+    episode_id: str
+    run_id: str
+    task_id: str
+    family: str
+    domain_name: str
+    step: int
+    state_json: str
+    agent_id: int
+    decided_by: str
+    llm_backend: str
+    augmentation: str = ""  # "" for the original; otherwise how it was derived
+    split: str = "train"
+
+    @property
+    def state(self) -> EpisodeState:
+        return EpisodeState.from_json(self.state_json)
+
+
+@dataclass
+class FilterCounts:
+    episodes_in: int = 0
+    episodes_accepted: int = 0
+    steps_in: int = 0
+    steps_hardcoded: int = 0
+    steps_kept: int = 0
+    duplicates_dropped: int = 0
+
+
+def episode_accepted(ep: EpisodeRecord, check: str) -> bool:
+    if ep.error:
+        return False
+    if check == "validator":
+        return bool(ep.success_validator)
+    if check == "oracle":
+        return ep.success_oracle is True
+    if check == "none":
+        return True
+    raise ValueError(f"unknown filter {check!r} (choose from {', '.join(FILTERS)})")
+
+
+def _example_id(state_json: str, agent_id: int, augmentation: str = "") -> str:
+    return hashlib.sha1(f"{state_json}\x00{agent_id}\x00{augmentation}".encode()).hexdigest()[:16]
+
+
+def select_examples(episodes: Iterable[EpisodeRecord], check: str = "validator",
+                    counts: FilterCounts | None = None) -> list[Example]:
+    counts = counts if counts is not None else FilterCounts()
+    seen: set[str] = set()
+    out: list[Example] = []
+    for ep in episodes:
+        counts.episodes_in += 1
+        counts.steps_in += len(ep.steps)
+        if not episode_accepted(ep, check):
+            continue
+        counts.episodes_accepted += 1
+        for st in ep.steps:
+            if st.is_hardcoded:
+                counts.steps_hardcoded += 1
+                continue
+            if not 0 <= st.agent_id <= 20:
+                continue  # the dynamic agent is outside the model's vocabulary
+            key = _example_id(st.state_json, st.agent_id)
+            if key in seen:
+                counts.duplicates_dropped += 1
+                continue
+            seen.add(key)
+            out.append(Example(key, ep.episode_id, ep.run_id, ep.task_id, ep.family, ep.domain_name, st.step,
+                               st.state_json, st.agent_id, st.decided_by, ep.llm_backend))
+    counts.steps_kept = len(out)
+    return out
+
+
+def split_by_task(examples: list[Example], val_fraction: float = 0.2, seed: int = 0) -> None:
+    """Assign `split` in place; a task's examples all land on the same side."""
+    tasks = sorted({e.task_id for e in examples})
+    val = {t for t in tasks if zlib.crc32(f"{seed}:{t}".encode()) % 1000 < val_fraction * 1000}
+    if len(tasks) >= 2 and val_fraction > 0:
+        if not val:
+            val = {min(tasks, key=lambda t: zlib.crc32(f"{seed}:{t}".encode()))}
+        if val == set(tasks):
+            val.discard(max(tasks, key=lambda t: zlib.crc32(f"{seed}:{t}".encode())))
+    for e in examples:
+        e.split = "validation" if e.task_id in val else "train"
