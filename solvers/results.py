@@ -68,6 +68,7 @@ class PlanResult:
     wall_s: float = 0.0
     cpu_s: float = 0.0
     diagnostics: list[str] = field(default_factory=list)
+    sandbox: str = ""  # the sandbox level the call ran under: "bwrap" or "rlimits"
 
     @property
     def ok(self) -> bool:
@@ -106,6 +107,7 @@ class ValidationResult:
     output_tail: str = ""
     wall_s: float = 0.0
     diagnostics: list[str] = field(default_factory=list)
+    sandbox: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

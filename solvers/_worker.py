@@ -1,0 +1,402 @@
+"""The solver worker: a long-lived process that runs one confined child per request.
+
+Started by solvers/pool.py, usually inside one long-lived bubblewrap sandbox. It is a plain
+script (stdlib only, started with `python -I -S`) so that the sandbox needs to expose nothing of
+the project but this file and the planner files.
+
+At start it imports the Fast Downward translator once. Per request it makes a fresh directory,
+writes the request's files there, and forks a child which starts its own session, applies the
+rlimits, and then either runs the translator in-process and execs the `downward` search binary
+("fd" requests) or execs a given argv ("exec" requests). The worker pumps the child's output
+(keeping only its head and tail), kills the child's process group at the wall-clock deadline,
+and, being a child subreaper, kills and reaps every process the call left behind, including
+ones that started their own session. Then it deletes the call's files and answers.
+
+Protocol on fds 0/1: 8-byte big-endian length + UTF-8 JSON, one request, one answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import struct
+import sys
+import time
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+
+# Exit codes of the forked child that are not the planner's own (FD uses 0-37).
+EXIT_CHILD_SETUP = 120
+EXIT_EXEC_FAILED = 127
+
+TRANSLATE_OUT_OF_MEMORY = 20
+TRANSLATE_OUT_OF_TIME = 21
+TRANSLATE_CRITICAL_ERROR = 30
+TRANSLATE_INPUT_ERROR = 31
+
+HEAD_BYTES = 16_384
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _prctl(option: int, arg: int) -> None:
+    _libc.prctl(option, arg, 0, 0, 0)
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        chunk = os.read(fd, n)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _recv(fd: int) -> dict | None:
+    header = _read_exact(fd, 8)
+    if header is None:
+        return None
+    body = _read_exact(fd, struct.unpack(">Q", header)[0])
+    return None if body is None else json.loads(body)
+
+
+def _send(fd: int, message: dict) -> None:
+    body = json.dumps(message).encode()
+    data = struct.pack(">Q", len(body)) + body
+    while data:
+        data = data[os.write(fd, data):]
+
+
+# ---------------------------------------------------------------- child side
+
+
+def _apply_limits(limits: dict) -> None:
+    cpu = limits.get("cpu_s")
+    if cpu:
+        soft = max(1, int(cpu + 0.999))
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+    if limits.get("memory_bytes"):
+        resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"],) * 2)
+    if limits.get("file_bytes"):
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_bytes"],) * 2)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if limits.get("nofile"):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limits["nofile"],) * 2)
+    # RLIMIT_NPROC counts every process of the real uid on the host and is not enforced for
+    # root at all, so it is only a meaningful cap for an unprivileged user.
+    if limits.get("nproc") and os.getuid() != 0:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits["nproc"],) * 2)
+
+
+def _translate_then_search(req: dict) -> None:
+    from fast_downward.translate import options as fd_options  # imported by the worker already
+    from fast_downward.translate import pddl_parser
+    from fast_downward.translate.main import main as translate_main
+
+    def on_sigxcpu(signum, frame):  # noqa: ARG001
+        print("\nTranslator hit the time limit", flush=True)
+        os._exit(TRANSLATE_OUT_OF_TIME)
+
+    signal.signal(signal.SIGXCPU, on_sigxcpu)
+    sys.argv = ["translate", "domain.pddl", "problem.pddl", "--sas-file", "output.sas"]
+    fd_options.set_options(sys.argv[1:])
+    code = 0
+    try:
+        emergency = b"x" * 10**7  # noqa: F841  (freed on MemoryError so the handler can print)
+        translate_main()
+    except MemoryError:
+        emergency = None  # noqa: F841
+        print("\nTranslator ran out of memory (MemoryError)")
+        code = TRANSLATE_OUT_OF_MEMORY
+    except pddl_parser.ParseError as exc:
+        print(exc)
+        code = TRANSLATE_INPUT_ERROR
+    except SystemExit as exc:
+        if isinstance(exc.code, int):
+            code = exc.code or TRANSLATE_CRITICAL_ERROR
+        else:
+            print(exc.code)
+            code = TRANSLATE_CRITICAL_ERROR
+    except RecursionError:
+        print("\nTranslator crashed: RecursionError (input nested too deeply)")
+        code = TRANSLATE_CRITICAL_ERROR
+    except BaseException:  # any crash of the translator on hostile input is a result, not an escape
+        import traceback
+
+        traceback.print_exc(file=sys.stdout)
+        code = TRANSLATE_CRITICAL_ERROR
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if code:
+        os._exit(code)
+    with open("translated", "w"):
+        pass
+    signal.signal(signal.SIGXCPU, signal.SIG_DFL)
+    sas = os.open("output.sas", os.O_RDONLY)
+    os.dup2(sas, 0)
+    os.close(sas)
+    binary = req["search_binary"]
+    os.execve(binary, [binary, *req["search_args"], "--internal-plan-file", "sas_plan"], req["env"])
+
+
+def _child(req: dict, calldir: str, out_w: int) -> None:
+    """Runs in the forked child; never returns."""
+    try:
+        os.setsid()
+        if req.get("confine", True):
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        os.chdir(calldir)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out_w, 1)
+        os.dup2(out_w, 2)
+        os.closerange(3, 65536)
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, signal.SIG_DFL)
+        if req.get("confine", True):
+            _apply_limits(req.get("limits", {}))
+        env = dict(req["env"], HOME=calldir, TMPDIR=calldir)
+        req["env"] = env
+        os.environ.clear()
+        os.environ.update(env)
+        if req["kind"] == "fd":
+            _translate_then_search(req)
+        else:
+            argv = req["argv"]
+            try:
+                os.execve(argv[0], argv, req["env"])
+            except OSError as exc:
+                os.write(2, f"cannot execute {argv[0]!r}: {exc}\n".encode())
+                os._exit(EXIT_EXEC_FAILED)
+    except BaseException as exc:  # never let the child fall back into the worker's loop
+        try:
+            os.write(2, f"worker child failed: {exc!r}\n".encode())
+        finally:
+            os._exit(EXIT_CHILD_SETUP)
+    os._exit(EXIT_CHILD_SETUP)
+
+
+# ---------------------------------------------------------------- worker side
+
+
+def _children() -> list[int]:
+    pid = os.getpid()
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(x) for x in fh.read().split()]
+    except OSError:
+        return []
+
+
+def _reap_everything() -> int:
+    """Kill and reap every child (the subreaper inherits escaped grandchildren). Returns how many
+    were left over beyond the call's own child."""
+    extra = 0
+    for _ in range(200):
+        kids = _children()
+        if not kids:
+            break
+        for pid in kids:
+            extra += 1
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in kids:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+    while True:  # collect anything already dead
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+    return extra
+
+
+class _Capture:
+    """Keeps the first HEAD_BYTES and the last `tail` bytes of a stream."""
+
+    def __init__(self, tail: int):
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.tail_cap = tail
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        room = HEAD_BYTES - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > self.tail_cap:
+                del self.tail[: len(self.tail) - self.tail_cap]
+
+    def text(self) -> str:
+        dropped = self.total - len(self.head) - len(self.tail)
+        middle = f"\n[... {dropped} bytes dropped ...]\n".encode() if dropped > 0 else b""
+        return bytes(self.head + middle + self.tail).decode("utf-8", "replace")
+
+
+def _write_files(calldir: str, files: dict[str, str]) -> None:
+    for name, b64 in files.items():
+        if "/" in name or name in ("", ".", ".."):
+            raise ValueError(f"bad file name {name!r}")
+        with open(os.path.join(calldir, name), "wb") as fh:
+            fh.write(base64.b64decode(b64))
+
+
+def _collect(calldir: str, prefixes: list[str], cap: int) -> dict[str, str]:
+    found = {}
+    try:
+        names = sorted(os.listdir(calldir))
+    except OSError:
+        return found
+    for name in names:
+        if any(name == p or name.startswith(p + ".") for p in prefixes):
+            path = os.path.join(calldir, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as fh:
+                    found[name] = base64.b64encode(fh.read(cap)).decode()
+    return found
+
+
+def _pump(pid: int, out_r: int, capture: _Capture, deadline: float):
+    """Read the child's output until it exits or the deadline passes. A grandchild that keeps
+    the pipe open does not hold the call: the child's exit (seen on a pidfd) ends the wait."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    fds = [out_r] + ([pidfd] if pidfd is not None else [])
+    timed_out = False
+    status = rusage = None
+    try:
+        while True:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select(fds, [], [], wait if pidfd is not None else min(wait, 0.005))
+            if out_r in ready:
+                data = os.read(out_r, 65536)
+                if data:
+                    capture.add(data)
+                else:
+                    fds.remove(out_r)
+            if pidfd is None or pidfd in ready:
+                done, st, ru = os.wait4(pid, os.WNOHANG)
+                if done:
+                    status, rusage = st, ru
+                    break
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+    return timed_out, status, rusage
+
+
+def _handle(req: dict, root: str, seq: int) -> dict:
+    calldir = os.path.join(root, f"call-{seq}")
+    os.mkdir(calldir, 0o700)
+    try:
+        _write_files(calldir, req.get("files", {}))
+        out_r, out_w = os.pipe()
+        t0 = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            os.close(out_r)
+            _child(req, calldir, out_w)
+        os.close(out_w)
+        capture = _Capture(int(req.get("output_bytes", 1_000_000)))
+        deadline = t0 + float(req["timeout_s"])
+        timed_out, status, rusage = _pump(pid, out_r, capture, deadline)
+        if timed_out:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        if status is None:
+            _, status, rusage = os.wait4(pid, 0)
+        wall = time.monotonic() - t0
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)  # grandchildren left in the call's group
+        leftovers = _reap_everything()
+        # Drain what is left in the pipe without blocking (writers are dead now).
+        os.set_blocking(out_r, False)
+        try:
+            while data := os.read(out_r, 65536):
+                capture.add(data)
+        except BlockingIOError:
+            pass
+        os.close(out_r)
+        answer = {
+            "ok": True,
+            "returncode": os.waitstatus_to_exitcode(status),
+            "timed_out": timed_out,
+            "wall_s": wall,
+            "cpu_s": rusage.ru_utime + rusage.ru_stime,
+            "maxrss_kb": rusage.ru_maxrss,
+            "output": capture.text(),
+            "output_bytes": capture.total,
+            "leftover_processes": leftovers,
+            "translated": os.path.exists(os.path.join(calldir, "translated")),
+            "files": _collect(calldir, req.get("collect", []), int(req.get("collect_bytes", 4_000_000))),
+        }
+        return answer
+    finally:
+        shutil.rmtree(calldir, ignore_errors=True)
+
+
+def _wipe(root: str) -> None:
+    """In a private /tmp, remove whatever a call left outside its directory."""
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1])
+    root = config["root"]
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)  # stray prints (none expected) go to stderr, never into the protocol
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    if config.get("fd_bin"):
+        sys.path.insert(0, config["fd_bin"])
+        import fast_downward.translate.main  # noqa: F401  (the point of the worker: import once)
+        import fast_downward.translate.options  # noqa: F401
+        import fast_downward.translate.pddl_parser  # noqa: F401
+    _send(proto_out, {"ready": True, "pid": os.getpid()})
+    seq = 0
+    while True:
+        req = _recv(proto_in)
+        if req is None:
+            break
+        seq += 1
+        try:
+            answer = _handle(req, root, seq)
+        except Exception as exc:  # a broken request is answered, the worker stays up
+            answer = {"ok": False, "error": repr(exc)}
+        if config.get("wipe_root"):
+            _wipe(root)
+        _send(proto_out, answer)
+
+
+if __name__ == "__main__":
+    main()

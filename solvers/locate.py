@@ -1,0 +1,68 @@
+"""Where the planner and validator programs are on this machine."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+
+
+@functools.lru_cache(maxsize=1)
+def fd_root() -> Path | None:
+    """The `downward/` folder of the up-fast-downward wheel. `import up_fast_downward` needs
+    unified_planning, so the files are found without importing the package."""
+    try:
+        spec = find_spec("up_fast_downward")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    root = Path(list(spec.submodule_search_locations)[0]) / "downward"
+    return root if (root / "builds" / "release" / "bin" / "downward").exists() else None
+
+
+def fd_bin() -> Path | None:
+    root = fd_root()
+    return root / "builds" / "release" / "bin" if root else None
+
+
+def fd_search_binary() -> Path | None:
+    binary = fd_bin()
+    return binary / "downward" if binary else None
+
+
+def fd_driver() -> Path | None:
+    root = fd_root()
+    return root / "fast-downward.py" if root else None
+
+
+@functools.lru_cache(maxsize=1)
+def fd_version() -> str | None:
+    root = fd_root()
+    if root is None:
+        return None
+    text = (root / "driver" / "version.py").read_text()
+    for line in text.splitlines():
+        if line.startswith("__version__"):
+            return line.split("=", 1)[1].strip().strip("\"'")
+    return None
+
+
+def kairos_binary() -> Path | None:
+    beside = Path(sys.executable).with_name("kairos")
+    if beside.exists():
+        return beside.resolve()
+    found = shutil.which("kairos")
+    return Path(found).resolve() if found else None
+
+
+def popf_binary() -> Path | None:
+    found = shutil.which("popf") or shutil.which("popf3")
+    return Path(found).resolve() if found else None
+
+
+def val_binary() -> Path | None:
+    found = shutil.which("Validate") or shutil.which("validate")
+    return Path(found).resolve() if found else None

@@ -1,0 +1,316 @@
+"""Client side of the solver workers: a small per-process pool, thread-safe, fork-aware.
+
+Each worker is a long-lived `solvers/_worker.py` process (inside bubblewrap at level "bwrap")
+that has the Fast Downward translator imported and serves one call at a time. A thread takes
+an idle worker, or starts one while the pool is below its size, or waits. Workers are started
+from one dedicated thread: bubblewrap's --die-with-parent (PR_SET_PDEATHSIG) is tied to the
+thread that forked, so a worker started from a short-lived thread would die with that thread.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import concurrent.futures
+import contextlib
+import json
+import os
+import select
+import signal
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from solvers import locate
+from solvers.limits import Limits
+from solvers.sandbox import RunResult, bwrap_argv, python_runtime, sandbox_level, scrubbed_env
+
+WORKER_SCRIPT = Path(__file__).with_name("_worker.py")
+START_TIMEOUT_S = 60.0
+# How long past the call's own limit the client waits for the worker's answer before it
+# declares the worker broken and kills it (the worker kills the call at the limit itself).
+ANSWER_GRACE_S = 15.0
+
+
+class WorkerError(RuntimeError):
+    pass
+
+
+def _ro_paths() -> list[str]:
+    _, runtime_dirs = python_runtime()
+    paths = list(runtime_dirs) + [str(WORKER_SCRIPT.resolve())]
+    for found in (locate.fd_root(), locate.kairos_binary(), locate.popf_binary(), locate.val_binary()):
+        if found is not None and not str(found).startswith("/usr/"):
+            paths.append(str(Path(found).resolve()))
+    return paths
+
+
+class Worker:
+    def __init__(self, level: str):
+        self.level = level
+        exe, _ = python_runtime()
+        fd_bin = locate.fd_bin()
+        self._own_root: str | None = None
+        if level == "bwrap":
+            root, prefix = "/tmp", bwrap_argv(_ro_paths())
+        else:
+            self._own_root = root = tempfile.mkdtemp(prefix="halo-worker-")
+            prefix = []
+        config = {"root": root, "fd_bin": str(fd_bin) if fd_bin else None, "wipe_root": level == "bwrap"}
+        argv = prefix + [exe, "-I", "-S", str(WORKER_SCRIPT.resolve()), json.dumps(config)]
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  (lives as long as the worker)
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                     start_new_session=True, env=scrubbed_env(), cwd="/", close_fds=True)
+        self.calls = 0
+        try:
+            hello = self._read(time.monotonic() + START_TIMEOUT_S)
+        except WorkerError as exc:
+            self.kill()
+            raise WorkerError(f"solver worker failed to start ({level}): {exc}; {self.stderr_tail()}") from None
+        self.pid = hello.get("pid")
+
+    def stderr_tail(self) -> str:
+        try:
+            self._stderr.seek(0)
+            return self._stderr.read()[-2000:].decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+
+    def _read_exact(self, n: int, deadline: float) -> bytes:
+        fd = self.proc.stdout.fileno()
+        chunks = []
+        while n:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                raise WorkerError("no answer in time")
+            ready, _, _ = select.select([fd], [], [], wait)
+            if not ready:
+                continue
+            chunk = os.read(fd, min(n, 1 << 20))
+            if not chunk:
+                raise WorkerError(f"worker exited (code {self.proc.poll()})")
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def _read(self, deadline: float) -> dict:
+        size = struct.unpack(">Q", self._read_exact(8, deadline))[0]
+        return json.loads(self._read_exact(size, deadline))
+
+    def call(self, request: dict, answer_deadline: float) -> dict:
+        body = json.dumps(request).encode()
+        try:
+            self.proc.stdin.write(struct.pack(">Q", len(body)) + body)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError) as exc:
+            raise WorkerError(f"worker gone: {exc}") from None
+        self.calls += 1
+        return self._read(answer_deadline)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+        for stream in (self.proc.stdin, self.proc.stdout, self._stderr):
+            with contextlib.suppress(OSError, AttributeError):
+                stream.close()
+        if self._own_root:
+            import shutil
+
+            shutil.rmtree(self._own_root, ignore_errors=True)
+
+    def close(self) -> None:
+        """Polite stop: EOF on its input ends the worker's loop."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            pass
+        self.kill()
+
+
+_spawner: concurrent.futures.ThreadPoolExecutor | None = None
+_spawner_lock = threading.Lock()
+
+
+def _spawn(level: str) -> Worker:
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="halo-solver-spawn")
+        spawner = _spawner
+    return spawner.submit(Worker, level).result()
+
+
+def default_size() -> int:
+    env = os.environ.get("HALO_SOLVER_WORKERS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return max(2, min(8, os.cpu_count() or 2))
+
+
+class WorkerPool:
+    def __init__(self, level: str, size: int | None = None):
+        self.level = level
+        self.size = size or default_size()
+        self._idle: list[Worker] = []
+        self._all: set[Worker] = set()
+        self._starting = 0
+        self._cond = threading.Condition()
+        self._closed = False
+
+    def _acquire(self) -> Worker:
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise WorkerError("pool closed")
+                while self._idle:
+                    worker = self._idle.pop()
+                    if worker.alive():
+                        return worker
+                    self._all.discard(worker)
+                    worker.kill()
+                if len(self._all) + self._starting < self.size:
+                    self._starting += 1
+                    break
+                self._cond.wait()
+        try:
+            worker = _spawn(self.level)
+        except BaseException:
+            with self._cond:
+                self._starting -= 1
+                self._cond.notify()
+            raise
+        with self._cond:
+            self._starting -= 1
+            self._all.add(worker)
+        return worker
+
+    def _release(self, worker: Worker, broken: bool) -> None:
+        with self._cond:
+            if broken or self._closed:
+                self._all.discard(worker)
+            else:
+                self._idle.append(worker)
+            self._cond.notify()
+        if broken or self._closed:
+            worker.kill()
+
+    def warm(self, n: int | None = None) -> None:
+        """Start workers ahead of the first calls (benchmarks, servers)."""
+        workers = [self._acquire() for _ in range(min(n or self.size, self.size))]
+        for worker in workers:
+            self._release(worker, broken=False)
+
+    def request(self, request: dict, *, files: dict[str, str | bytes], limits: Limits,
+                collect: tuple[str, ...] = ()) -> RunResult:
+        confine = self.level != "none"
+        payload = dict(request)
+        payload.update(
+            files={name: base64.b64encode(data if isinstance(data, bytes) else
+                                          data.encode("utf-8", "surrogateescape")).decode()
+                   for name, data in files.items()},
+            timeout_s=limits.timeout_s,
+            output_bytes=limits.output_bytes,
+            collect=list(collect),
+            collect_bytes=limits.file_mb * 1024 * 1024,
+            env=scrubbed_env(),
+            confine=confine,
+            limits={"cpu_s": limits.timeout_s, "memory_bytes": limits.memory_mb * 1024 * 1024,
+                    "file_bytes": limits.file_mb * 1024 * 1024, "nofile": 256, "nproc": 512},
+        )
+        for attempt in range(2):
+            try:
+                worker = self._acquire()
+            except WorkerError as exc:
+                return RunResult(None, level=self.level, error=str(exc))
+            sent_at = time.monotonic()
+            try:
+                answer = worker.call(payload, sent_at + limits.timeout_s + ANSWER_GRACE_S)
+            except WorkerError as exc:
+                self._release(worker, broken=True)
+                # A worker that died while idle is replaced once; a call that broke its worker
+                # (or hung it) is reported, not repeated.
+                if attempt == 0 and worker.calls <= 1 and time.monotonic() - sent_at < 0.5 \
+                        and "gone" in str(exc):
+                    continue
+                return RunResult(None, level=self.level, error=f"solver worker failed: {exc}",
+                                 wall_s=time.monotonic() - sent_at,
+                                 timed_out="in time" in str(exc))
+            except BaseException:
+                self._release(worker, broken=True)
+                raise
+            self._release(worker, broken=False)
+            if not answer.get("ok"):
+                return RunResult(None, level=self.level, error=answer.get("error", "worker error"))
+            return RunResult(
+                returncode=answer["returncode"],
+                output=answer["output"],
+                timed_out=answer["timed_out"],
+                wall_s=answer["wall_s"],
+                cpu_s=answer["cpu_s"],
+                maxrss_kb=answer["maxrss_kb"],
+                files={k: base64.b64decode(v) for k, v in answer["files"].items()},
+                level=self.level,
+                leftover_processes=answer["leftover_processes"],
+                translated=answer["translated"],
+            )
+        return RunResult(None, level=self.level, error="solver worker failed twice")
+
+    call = request
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            workers = list(self._all)
+            self._all.clear()
+            self._idle.clear()
+            self._cond.notify_all()
+        for worker in workers:
+            worker.close()
+
+    def worker_pids(self) -> list[int]:
+        with self._cond:
+            return [w.proc.pid for w in self._all]
+
+
+_pools: dict[str, WorkerPool] = {}
+_pools_lock = threading.Lock()
+
+
+def get_pool(level: str | None = None) -> WorkerPool:
+    level = level or sandbox_level()
+    with _pools_lock:
+        pool = _pools.get(level)
+        if pool is None or pool._closed:
+            pool = _pools[level] = WorkerPool(level)
+        return pool
+
+
+def shutdown() -> None:
+    """Stop every worker of this process (also runs at exit)."""
+    with _pools_lock:
+        pools = list(_pools.values())
+        _pools.clear()
+    for pool in pools:
+        pool.close()
+
+
+def _after_fork_in_child() -> None:
+    # The parent's workers belong to the parent: forget them without touching them.
+    global _pools_lock, _spawner, _spawner_lock
+    _pools.clear()
+    _pools_lock = threading.Lock()
+    _spawner = None
+    _spawner_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(shutdown)

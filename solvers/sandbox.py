@@ -1,0 +1,123 @@
+"""Sandbox levels and the generic sandboxed runner.
+
+Levels, strongest first:
+  "bwrap"   the worker runs inside one long-lived bubblewrap sandbox: no network (all
+            namespaces unshared, own pid namespace), read-only system directories (only /usr,
+            the Python runtime, the planner files), a private tmpfs /tmp wiped after every call,
+            dies with its parent; each call's child also gets the rlimits below.
+  "rlimits" no bubblewrap here: each call's child gets its own directory, a scrubbed
+            environment, RLIMIT_CPU/AS/FSIZE/NOFILE/CORE, its own session, and a wall-clock kill
+            of its process group; the worker is a child subreaper and kills what a call left.
+  "none"    no limits at all (benchmarks only: the baseline of the sandbox-overhead ratio).
+
+`run(argv, files=..., limits=...)` runs one command through that machinery. Arguments are a
+list (never a shell string); files are written into the call's own directory, the command runs
+there, and `collect` names files to bring back.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from solvers.limits import Limits
+
+LEVELS = ("bwrap", "rlimits", "none")
+
+
+@dataclass
+class RunResult:
+    """What one sandboxed command did."""
+
+    returncode: int | None  # negative: killed by that signal; None: the worker failed
+    output: str = ""  # stdout and stderr together, head and tail kept
+    timed_out: bool = False
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    maxrss_kb: int = 0
+    files: dict[str, bytes] = field(default_factory=dict)
+    level: str = "rlimits"
+    error: str = ""  # set when the worker itself failed (then returncode is None)
+    leftover_processes: int = 0
+    translated: bool = False
+
+
+def bwrap_path() -> str | None:
+    return shutil.which("bwrap")
+
+
+def python_runtime() -> tuple[str, list[str]]:
+    """The real interpreter binary (not the venv's symlink) and the directories it needs."""
+    exe = os.path.realpath(sys.executable)
+    dirs = {os.path.realpath(sys.base_prefix)}
+    if not exe.startswith("/usr/"):
+        dirs.add(os.path.dirname(os.path.dirname(exe)))
+    return exe, sorted(d for d in dirs if not d.startswith("/usr"))
+
+
+def bwrap_argv(ro_paths: list[str], *, chdir: str = "/tmp") -> list[str]:
+    """The bubblewrap prefix: nothing shared but read-only system and runtime paths."""
+    argv = [bwrap_path() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+            "--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib64", "lib32", "libx32"):
+        path = Path("/", name)
+        if path.is_symlink():
+            argv += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
+             "--ro-bind-try", "/etc/localtime", "/etc/localtime"]
+    for path in ro_paths:
+        argv += ["--ro-bind", path, path]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--clearenv",
+             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8",
+             "--chdir", chdir, "--"]
+    return argv
+
+
+@functools.lru_cache(maxsize=1)
+def _probe_bwrap() -> bool:
+    if bwrap_path() is None:
+        return False
+    exe, dirs = python_runtime()
+    argv = bwrap_argv(dirs) + [exe, "-I", "-S", "-c", "import os; os.listdir('/tmp')"]
+    try:
+        proc = subprocess.run(argv, capture_output=True, timeout=20, env={"PATH": "/usr/bin:/bin"},
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0
+
+
+def sandbox_level() -> str:
+    """The level in force for solver calls: "bwrap" when bubblewrap works here, else "rlimits".
+    HALO_SANDBOX=rlimits forces the weaker level (e.g. inside a container that forbids userns)."""
+    forced = os.environ.get("HALO_SANDBOX", "").strip().lower()
+    if forced in ("rlimits", "none"):
+        return "rlimits"
+    return "bwrap" if _probe_bwrap() else "rlimits"
+
+
+def scrubbed_env(home: str = "/tmp") -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+
+
+def run(argv: list[str], *, files: dict[str, str | bytes] | None = None, limits: Limits = Limits(),
+        collect: tuple[str, ...] = (), level: str | None = None) -> RunResult:
+    """Run `argv` in its own directory under the sandbox level in force (or `level`).
+
+    argv[0] must be an absolute path to a program visible in the sandbox (under /usr, the
+    Python runtime, or the planner files). Never raises for what the command does; a failure
+    of the machinery itself comes back as returncode None with `error` set.
+    """
+    from solvers.pool import get_pool
+
+    if not isinstance(argv, list | tuple) or not argv or not all(isinstance(a, str) for a in argv):
+        raise TypeError("argv must be a non-empty list of strings (no shell strings)")
+    request = {"kind": "exec", "argv": list(argv)}
+    return get_pool(level).call(request, files=files or {}, limits=limits, collect=collect)
