@@ -3,7 +3,7 @@
 import importlib
 
 AGENT_MODULES: tuple[str, ...] = (
-    # "rollout.agents.llm_agents",     (LLM agents 0-10, 12, 18-20, NoOp 11, dynamic)
+    "rollout.agents.llm_agents",  # LLM agents 0-10, 12, 18-20, NoOp 11, dynamic 21
     "rollout.agents.deterministic",  # agents 13-17
 )
 

@@ -1,0 +1,76 @@
+"""Orchestrator policies and the `make_policy(spec)` factory.
+
+Specs: "random", "scripted", "rules+<spec>" (the rules layer first), with optional
+parameters after a colon, e.g. "scripted:noise=0.2,seed=3". Other parts register more specs
+with `register_policy_factory("teacher", factory)`; the factory gets the text after the prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rollout.policy import Policy
+from rollout.rules import RulesFirst
+
+PolicyFactory = Callable[[str, int], Policy]  # (params text after "name:", default seed)
+
+_FACTORIES: dict[str, PolicyFactory] = {}
+
+
+class PolicySpecError(ValueError):
+    pass
+
+
+def register_policy_factory(prefix: str, factory: PolicyFactory) -> None:
+    """Make `make_policy("<prefix>[:params]")` build a policy with `factory(params, seed)`."""
+    _FACTORIES[prefix] = factory
+
+
+def _params(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise PolicySpecError(f"policy parameter {part!r} must look like key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _random_factory(params: str, seed: int) -> Policy:
+    from rollout.policies.random import RandomPolicy
+
+    p = _params(params)
+    return RandomPolicy(seed=int(p.get("seed", seed)))
+
+
+def _scripted_factory(params: str, seed: int) -> Policy:
+    from rollout.policies.scripted import ScriptedPolicy
+
+    p = _params(params)
+    return ScriptedPolicy(noise=float(p.get("noise", 0.1)), seed=int(p.get("seed", seed)))
+
+
+register_policy_factory("random", _random_factory)
+register_policy_factory("scripted", _scripted_factory)
+
+
+def make_policy(spec: str, *, seed: int = 0) -> Policy:
+    spec = spec.strip()
+    if spec.startswith("rules+"):
+        return RulesFirst(make_policy(spec[len("rules+"):], seed=seed))
+    name, _, params = spec.partition(":")
+    factory = _FACTORIES.get(name)
+    if factory is None:
+        raise PolicySpecError(f"unknown policy {spec!r}; known: {', '.join(sorted(_FACTORIES))} "
+                              "(prefix any with 'rules+')")
+    try:
+        return factory(params, seed)
+    except ValueError as exc:
+        raise PolicySpecError(f"policy {spec!r}: {exc}") from exc
+
+
+def policy_specs() -> list[str]:
+    return sorted(_FACTORIES)
+
+
+__all__ = ["PolicySpecError", "make_policy", "policy_specs", "register_policy_factory"]

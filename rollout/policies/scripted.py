@@ -1,0 +1,124 @@
+"""The scripted baseline: a configurable heuristic over the visible symptoms, with noise.
+
+The state is reduced to one symptom name (error category, validator diagnostic codes, planner
+log, history); a rules table maps each symptom to an ordered list of candidate agents. The
+policy works down that list while the symptom persists (so a failed guess leads to the next
+candidate), and with probability `noise` picks any agent instead.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rollout.agent_table import AGENT_IDS, NATURAL_LANGUAGE_ID
+from rollout.policies.random import state_rng
+from rollout.policy import Decision, Policy
+from rollout.state import EpisodeState
+
+_DIAG = re.compile(r"\[([a-z_]+\.[a-z_]+)\]")
+_STEP = re.compile(r"step (\d+) \(([^)]*)\)")
+
+# symptom -> candidate agents, tried in this order while the symptom persists
+DEFAULT_RULES: dict[str, tuple[int, ...]] = {
+    "empty_domain": (2,),
+    "valid": (11,),
+    "syntax": (9, 2),
+    "unsupported": (7, 1, 2),
+    "type_error": (18, 19, 1),
+    "action_type_error": (19, 1, 18),
+    "fluent_error": (7, 1),
+    "repeated_step": (15, 14, 13),
+    "precondition_failed_undeclared_looking": (0, 20, 1),
+    "precondition_failed": (13, 14, 20, 17, 1, 0),
+    "goal_not_reached": (16, 17, 4, 1),
+    "unsolvable": (20, 0, 1, 4, 2),
+    "no_plan": (8, 1, 3, 2),
+    "crash": (1, 9, 2),
+    "unknown": (1, 3, 2),
+}
+
+
+def diagnostics(state: EpisodeState) -> list[str]:
+    return _DIAG.findall(state.validator_errors) + _DIAG.findall(state.planner_log)
+
+
+def symptom(state: EpisodeState, predicate_names: set[str] | None = None) -> str:
+    """Classify the visible state into one symptom name (a key of the rules table)."""
+    if not state.domain.strip():
+        return "empty_domain"
+    if state.plan_valid:
+        return "valid"
+    codes = diagnostics(state)
+    cat = state.error_category
+    log = state.planner_log.lower()
+    if cat.startswith("parse_error") or any(c.startswith("parse.") for c in codes):
+        return "syntax"
+    if any("type_mismatch" in c or "type_cycle" in c or "undeclared_type" in c for c in codes):
+        return "action_type_error" if "validate.type_mismatch" in codes else "type_error"
+    if cat == "unsupported_requirement" or "unsupported" in log or "not supported" in log:
+        return "unsupported"
+    if any("fluent" in c for c in codes):
+        return "fluent_error"
+    if "validate.precondition_failed" in codes:
+        step = _STEP.search(state.validator_errors)
+        if step and _repeats_previous(state.plan, int(step.group(1))):
+            return "repeated_step"
+        false_atom = re.search(r"precondition false: \((\S+?)[ )]", state.validator_errors)
+        if false_atom and _looks_invented(false_atom.group(1), state.domain, state.problem):
+            return "precondition_failed_undeclared_looking"
+        return "precondition_failed"
+    if "validate.goal_not_reached" in codes:
+        return "goal_not_reached"
+    if cat == "unsolvable_proved":
+        return "unsolvable"
+    if cat in ("no_plan_found", "search_timeout", "memory_limit"):
+        return "no_plan"
+    if cat in ("solver_crash", "input_error"):
+        return "crash"
+    return "unknown"
+
+
+def _repeats_previous(plan: str, step_no: int) -> bool:
+    steps = [s.strip().lower() for s in plan.splitlines() if s.strip()]
+    return 2 <= step_no <= len(steps) and steps[step_no - 1] == steps[step_no - 2]
+
+
+def _looks_invented(predicate: str, domain: str, problem: str) -> bool:
+    """A precondition predicate that no action adds and no initial fact mentions."""
+    pat = f"({predicate}"
+    in_init = pat in problem.split(":init", 1)[-1]
+    effect_parts = domain.split(":effect")[1:]
+    in_effects = any(pat in part.split(":action", 1)[0] for part in effect_parts)
+    return not in_init and not in_effects
+
+
+class ScriptedPolicy(Policy):
+    name = "scripted"
+    version = "1"
+
+    def __init__(self, noise: float = 0.1, seed: int = 0, rules: dict[str, tuple[int, ...]] | None = None) -> None:
+        if not 0.0 <= noise <= 1.0:
+            raise ValueError(f"noise must be in [0, 1], got {noise}")
+        self.noise = noise
+        self.seed = seed
+        self.rules = {**DEFAULT_RULES, **(rules or {})}
+        bad = [a for cands in self.rules.values() for a in cands if a not in AGENT_IDS]
+        if bad:
+            raise ValueError(f"rules table names unknown agent IDs {sorted(set(bad))}")
+
+    def _decide(self, state: EpisodeState) -> Decision:
+        rng = state_rng(self.seed, state, "scripted")
+        name = symptom(state)
+        if rng.random() < self.noise:
+            agent = rng.choice([a for a in AGENT_IDS if a != NATURAL_LANGUAGE_ID])
+            return Decision(agent, "scripted", reason=f"noise (symptom {name})", policy_version=self.version)
+        candidates = self.rules.get(name) or self.rules["unknown"]
+        # how many candidates of this list were already tried on the current symptom streak
+        tried = 0
+        for past in reversed(state.history):
+            if past not in candidates:
+                break
+            tried += 1
+        agent = candidates[tried % len(candidates)]
+        return Decision(agent, "scripted", reason=f"symptom {name}: candidate {tried % len(candidates) + 1}"
+                        f"/{len(candidates)}", policy_version=self.version)

@@ -1,0 +1,280 @@
+"""The simulated agent world: one SimWorld per episode stands in for the LLM agents.
+
+It holds the task's gold PDDL and a hidden list of active faults. The drafted PDDL the loop
+starts from is gold + sampled faults; simulated LLM agents remove faults of the classes they
+target with a configurable probability, sometimes add new ones, and draw latency and token
+counts from configurable distributions. The planner and validator stay real, so a policy only
+ever sees real solver output; the fault list never leaves this object.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+from rollout.agent_table import NATURAL_LANGUAGE_ID, agent_name
+from rollout.agents.base import AgentOutcome
+from rollout.sim.faults import CATALOG, PDDL_FAULTS, PLAN_FAULTS, Fault, corrupt_plan, render
+from rollout.state import EpisodeState
+from rollout.tasks.base import Task
+from rollout.tasks.sexpr import parse, section, sections, typed_list
+
+GENERALIST_IDS = (1,)
+DYNAMIC_ID = 21
+EMERGENCY_ID = 2
+SOLUTION_ID = 3
+
+
+@dataclass
+class SimConfig:
+    repair_prob: float = 0.8  # a primary repairer removes one fault of its class
+    secondary_repair_prob: float = 0.45  # agents listed second for a class, and agent 1 for any class
+    dynamic_repair_prob: float = 0.3  # the dynamic agent, for any class
+    idle_fault_prob: float = 0.3  # an agent with nothing in its area to fix breaks something instead
+    side_effect_prob: float = 0.08  # a repairing call also breaks something
+    fault_count_weights: tuple[float, ...] = (0.05, 0.45, 0.35, 0.15)  # P(0, 1, 2, 3 PDDL faults)
+    plan_fault_prob: float = 0.6  # the drafted plan carries one plan fault
+    empty_start_prob: float = 0.15  # the loop starts from an empty domain (the rules call agent 2)
+    no_draft_plan_prob: float = 0.25  # the draft has PDDL only; the loop calls the planner first
+    rename_prob: float = 0.25  # the draft renames actions/objects (the oracle maps them back)
+    hint_bonus: float = 0.15  # agent 3's solution outline raises the next repair's odds
+    latency_median_ms: float = 2500.0
+    latency_sigma: float = 0.5
+    latency_scale: float = 0.001  # real sleep = simulated latency x this (0: no sleeping)
+    reasoning_tokens_median: float = 800.0
+    model: str = "sim-frontier-mini"
+    # USD per million tokens (input, output)
+    prices: dict[str, tuple[float, float]] = field(
+        default_factory=lambda: {"sim-frontier-mini": (0.25, 2.0), "sim-frontier": (1.25, 10.0)})
+
+
+@dataclass
+class Draft:
+    domain: str
+    problem: str
+    plan: str
+
+
+class SimWorld:
+    """Implements rollout.agents.base.SimulatedAgents for one episode."""
+
+    def __init__(self, task: Task, config: SimConfig | None = None, seed: int = 0) -> None:
+        if not task.gold_domain or not task.gold_problem:
+            raise ValueError(f"task {task.task_id}: the simulated world needs gold PDDL")
+        self.task = task
+        self.config = config or SimConfig()
+        self.rng = random.Random(f"sim|{seed}|{task.task_id}")
+        self.gold_domain = parse(task.gold_domain)
+        self.gold_problem = parse(task.gold_problem)
+        self.faults: list[Fault] = []
+        self.rename: dict[str, str] = {}
+        self.hint = False
+        self.started_empty = False
+
+    # ------------------------------------------------------------ draft
+
+    def _sample_faults(self, weights: tuple[float, ...]) -> list[Fault]:
+        n = self.rng.choices(range(len(weights)), weights=weights)[0]
+        out: list[Fault] = []
+        kinds = list(PDDL_FAULTS)
+        self.rng.shuffle(kinds)
+        for kind in kinds:
+            if len(out) >= n:
+                break
+            fault = self._make_fault(kind)
+            if fault is not None:
+                out.append(fault)
+        return out
+
+    def _make_fault(self, kind: str) -> Fault | None:
+        params = CATALOG[kind].choose(self.gold_domain, self.gold_problem, self.rng)
+        return None if params is None else Fault(kind, params)
+
+    def _sample_rename(self) -> dict[str, str]:
+        names: dict[str, str] = {}
+        for kind in (":action", ":durative-action"):
+            for action in sections(self.gold_domain, kind):
+                name = str(action[1]).lower()
+                names[name] = name.replace("-", "_") if "-" in name else f"do_{name}"
+        objs = section(self.gold_problem, ":objects")
+        reserved = _reserved_names(self.gold_domain)
+        for obj, _ in typed_list((objs or [])[1:]):
+            if obj.lower() not in reserved:
+                names[obj.lower()] = f"{obj.lower()}_obj"
+        return names
+
+    def draft(self) -> Draft:
+        """The PDDL (and plan) a drafting LLM wrote before the loop starts."""
+        cfg = self.config
+        if self.rng.random() < cfg.rename_prob:
+            self.rename = self._sample_rename()
+        if self.rng.random() < cfg.empty_start_prob:
+            self.started_empty = True
+            return Draft("", "", "")
+        self.faults = self._sample_faults(cfg.fault_count_weights)
+        domain, problem = self.render()
+        plan = ""
+        if self.task.gold_plan and self.rng.random() >= cfg.no_draft_plan_prob:
+            steps = [s.strip() for s in self.task.gold_plan.splitlines() if s.strip()]
+            if self.rng.random() < cfg.plan_fault_prob:
+                kind = self.rng.choice(PLAN_FAULTS)
+                steps = corrupt_plan(steps, kind, self.rng) or steps
+            plan = "".join(self._rename_step(s) + "\n" for s in steps)
+        return Draft(domain, problem, plan)
+
+    def render(self) -> tuple[str, str]:
+        return render(self.gold_domain, self.gold_problem, self.faults, self.rename)
+
+    def _rename_step(self, step: str) -> str:
+        name, *args = step.strip("()").split()
+        return "(" + " ".join(self.rename.get(t.lower(), t) for t in (name, *args)) + ")"
+
+    @property
+    def name_map(self) -> dict[str, str]:
+        """Loop name -> gold name, for the oracle."""
+        return {v: k for k, v in self.rename.items()}
+
+    def active_fault_kinds(self) -> list[str]:
+        """For tests and analysis only; policies never see this."""
+        return [f.kind for f in self.faults]
+
+    # ------------------------------------------------------------ agents
+
+    def apply_llm_agent(self, agent_id: int, state: EpisodeState, *, dynamic_profile: str | None = None
+                        ) -> AgentOutcome:
+        if agent_id == NATURAL_LANGUAGE_ID:
+            text = render_natural_language(state.plan)
+            return self._account(state, AgentOutcome(state.domain, state.problem, natural_language=text,
+                                                     message="rendered the plan as instructions"), len(text))
+        if agent_id == EMERGENCY_ID:
+            self.faults = self._sample_faults((0.35, 0.45, 0.2))
+            domain, problem = self.render()
+            return self._finish(state, domain, problem, "wrote a fresh domain and problem")
+        if agent_id == SOLUTION_ID:
+            self.hint = True
+            outline = render_natural_language(self.task.gold_plan or "") or "Work towards the goal step by step."
+            out = AgentOutcome(state.domain, state.problem, proposed_solution=outline,
+                               message="wrote a solution outline for later agents")
+            return self._account(state, out, len(outline))
+
+        bonus = self.config.hint_bonus if self.hint else 0.0
+        self.hint = False
+        repaired = self._try_repair(agent_id, bonus)
+        if repaired is not None:
+            msg = f"fixed: {CATALOG[repaired.kind].description}"
+            if self.rng.random() < self.config.side_effect_prob:
+                self._inject_any()
+                msg += " (and changed something else)"
+            domain, problem = self.render()
+            return self._finish(state, domain, problem, msg)
+        if agent_id in GENERALIST_IDS and not self.faults and self.rng.random() < 0.6:
+            # nothing wrong in the PDDL: the agent rewrites it anyway, which makes the loop replan
+            domain, problem = self.render()
+            problem = _reorder_init(problem, self.rng)
+            return self._finish(state, domain, problem, "rewrote the problem file (no inconsistency found)")
+        if self.rng.random() < self.config.idle_fault_prob:
+            self._inject_any()
+            domain, problem = self.render()
+            return self._finish(state, domain, problem, "made a change that was not needed")
+        return self._finish(state, state.domain, state.problem, "found nothing to change")
+
+    def _try_repair(self, agent_id: int, bonus: float) -> Fault | None:
+        cfg = self.config
+        candidates: list[tuple[Fault, float]] = []
+        for fault in self.faults:
+            fc = CATALOG[fault.kind]
+            if agent_id == DYNAMIC_ID:
+                prob = cfg.dynamic_repair_prob
+            elif fc.repaired_by and fc.repaired_by[0] == agent_id:
+                prob = cfg.repair_prob
+            elif agent_id in fc.repaired_by or agent_id in GENERALIST_IDS:
+                prob = cfg.secondary_repair_prob
+            else:
+                continue
+            candidates.append((fault, min(1.0, prob + bonus)))
+        if not candidates:
+            return None
+        fault, prob = candidates[self.rng.randrange(len(candidates))]
+        if self.rng.random() >= prob:
+            return None
+        self.faults.remove(fault)
+        return fault
+
+    def _inject_any(self) -> None:
+        kinds = [k for k in PDDL_FAULTS if k not in {f.kind for f in self.faults}]
+        self.rng.shuffle(kinds)
+        for kind in kinds:
+            fault = self._make_fault(kind)
+            if fault is not None:
+                self.faults.append(fault)
+                return
+
+    def _finish(self, state: EpisodeState, domain: str, problem: str, message: str) -> AgentOutcome:
+        out = AgentOutcome(domain, problem, message=message)
+        return self._account(state, out, len(domain) + len(problem))
+
+    def _account(self, state: EpisodeState, out: AgentOutcome, output_chars: int) -> AgentOutcome:
+        cfg = self.config
+        prompt_chars = len(state.task_description) + len(state.domain) + len(state.problem) + len(state.plan) \
+            + len(state.validator_errors) + len(state.planner_log)
+        tokens_in = 600 + prompt_chars // 4
+        reasoning = int(cfg.reasoning_tokens_median * math.exp(self.rng.gauss(0.0, 0.6)))
+        tokens_out = output_chars // 4 + reasoning
+        price_in, price_out = cfg.prices.get(cfg.model, (0.0, 0.0))
+        out.llm_calls = 1
+        out.tokens_in = tokens_in
+        out.tokens_out = tokens_out
+        out.cost_usd = (tokens_in * price_in + tokens_out * price_out) / 1e6
+        out.latency_ms = cfg.latency_median_ms * math.exp(self.rng.gauss(0.0, cfg.latency_sigma)) \
+            * (0.5 + tokens_out / 2000.0)
+        return out
+
+    def wall_delay_s(self, outcome: AgentOutcome) -> float:
+        """How long the simulated call really waits (scaled down so CI stays fast)."""
+        return outcome.latency_ms / 1000.0 * self.config.latency_scale
+
+
+def _reserved_names(domain: list) -> set[str]:
+    out: set[str] = set()
+    preds = section(domain, ":predicates")
+    for p in (preds or [])[1:]:
+        if isinstance(p, list) and p:
+            out.add(str(p[0]).lower())
+    types = section(domain, ":types")
+    out.update(t.lower() for t, _ in typed_list((types or [])[1:]))
+    consts = section(domain, ":constants")
+    out.update(c.lower() for c, _ in typed_list((consts or [])[1:]))
+    return out
+
+
+def _reorder_init(problem_text: str, rng: random.Random) -> str:
+    from rollout.tasks.sexpr import SExprError, to_text
+
+    try:
+        problem = parse(problem_text)
+    except SExprError:
+        return problem_text
+    init = section(problem, ":init")
+    if init is not None and len(init) > 2:
+        facts = init[1:]
+        rng.shuffle(facts)
+        init[1:] = facts
+    return to_text(problem) + "\n"
+
+
+def render_natural_language(plan_text: str) -> str:
+    lines = []
+    for i, line in enumerate((s.strip() for s in plan_text.splitlines() if s.strip().startswith("(")), 1):
+        name, *args = line.strip("()").split()
+        verb = name.replace("-", " ").replace("_", " ")
+        lines.append(f"{i}. {verb.capitalize()} {', '.join(args)}.".replace(" .", "."))
+    return "\n".join(lines)
+
+
+def describe_agent_area(agent_id: int) -> list[str]:
+    """The fault classes an agent targets (docs and tests)."""
+    return [k for k, fc in CATALOG.items() if agent_id in fc.repaired_by] if agent_id != 21 else ["any"]
+
+
+__all__ = ["Draft", "SimConfig", "SimWorld", "agent_name", "render_natural_language"]

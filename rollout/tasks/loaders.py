@@ -1,0 +1,164 @@
+"""Task loaders: PlanBench task 1, IPC-style folders, temporal folders, Natural Plan JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rollout.tasks.base import Task
+from rollout.tasks.describe import describe
+
+DATA = Path(__file__).with_name("data")
+PLANBENCH_DOMAINS = ("blocksworld", "mystery_blocksworld", "depots", "logistics", "obfuscated_deceptive_logistics")
+NATURAL_PLAN_KINDS = ("trip_planning", "meeting_planning", "calendar_scheduling")
+
+
+class TaskSpecError(ValueError):
+    """A task spec or task file that cannot be loaded; the message says what and where."""
+
+
+def load_planbench(domain: str, root: Path = DATA / "planbench") -> list[Task]:
+    folder = root / domain
+    if domain not in PLANBENCH_DOMAINS or not folder.is_dir():
+        raise TaskSpecError(f"unknown PlanBench domain {domain!r}; known: {', '.join(PLANBENCH_DOMAINS)}")
+    gold_domain = (folder / "domain.pddl").read_text()
+    intro = (folder / "intro.txt").read_text().strip()
+    tasks = []
+    for lineno, line in enumerate((folder / "tasks.jsonl").read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            iid = int(row["instance_id"])
+            description = f"{intro}\n\n[STATEMENT]\n{row['statement']}"
+            tasks.append(Task(
+                task_id=f"planbench/{domain}/instance-{iid}", family="planbench", domain_name=domain,
+                description=description, target_planner="fd", scoring="gold_pddl",
+                gold_domain=gold_domain, gold_problem=row["instance"], gold_plan=row["ground_truth_plan"],
+            ))
+        except (KeyError, ValueError, TypeError) as exc:
+            raise TaskSpecError(f"{folder / 'tasks.jsonl'}:{lineno}: bad task row ({exc})") from exc
+    return tasks
+
+
+def load_pddl_folder(folder: Path, *, family: str, target_planner: str) -> list[Task]:
+    """A folder holding domain.pddl and one or more problem files (*.pddl)."""
+    folder = Path(folder)
+    domain_file = folder / "domain.pddl"
+    if not domain_file.is_file():
+        raise TaskSpecError(f"{folder}: no domain.pddl")
+    problems = sorted(p for p in folder.glob("*.pddl") if p.name != "domain.pddl")
+    if not problems:
+        raise TaskSpecError(f"{folder}: no problem files next to domain.pddl")
+    gold_domain = domain_file.read_text()
+    tasks = []
+    for prob in problems:
+        text = prob.read_text()
+        try:
+            desc = describe(gold_domain, text)
+        except ValueError as exc:
+            raise TaskSpecError(f"{prob}: cannot read PDDL ({exc})") from exc
+        intro = ("Find a plan for the following task. Actions are instantaneous."
+                 if target_planner == "fd" else
+                 "Find a temporal plan (start times and durations) for the following task.")
+        tasks.append(Task(
+            task_id=f"{family}/{folder.name}/{prob.stem}", family=family, domain_name=folder.name,
+            description=f"{intro}\n\n{desc}", target_planner=target_planner,  # type: ignore[arg-type]
+            scoring="gold_pddl", gold_domain=gold_domain, gold_problem=text,
+        ))
+    return tasks
+
+
+def _natural_plan_kind(key: str, example: dict) -> str:
+    for kind in NATURAL_PLAN_KINDS:
+        if key.startswith(kind):
+            return kind
+    if "cities" in example:
+        return "trip_planning"
+    if "dist_matrix" in example:
+        return "meeting_planning"
+    if "num_days" in example:
+        return "calendar_scheduling"
+    raise TaskSpecError(f"natural plan example {key!r}: cannot tell its kind from the key or fields")
+
+
+def load_natural_plan(path: Path) -> list[Task]:
+    """Natural Plan's JSON: {example_key: {prompt_0shot, prompt_5shot, golden_plan, ...}}."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise TaskSpecError(f"{path}: not JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise TaskSpecError(f"{path}: expected a JSON object of examples keyed by id")
+    tasks = []
+    for key, example in data.items():
+        if not isinstance(example, dict):
+            raise TaskSpecError(f"{path}: example {key!r} is not an object")
+        missing = [f for f in ("prompt_0shot", "golden_plan") if f not in example]
+        if missing:
+            raise TaskSpecError(f"{path}: example {key!r} lacks {', '.join(missing)}")
+        kind = _natural_plan_kind(key, example)
+        spec = {k: v for k, v in example.items() if k not in ("prompt_5shot", "pred_5shot_pro", "golden_plan")}
+        tasks.append(Task(
+            task_id=f"natural_plan/{kind}/{key}", family="natural_plan", domain_name=kind,
+            description=example["prompt_0shot"], target_planner="fd", scoring="checker",
+            spec_json=json.dumps(spec, sort_keys=True), gold_plan=example["golden_plan"],
+        ))
+    return tasks
+
+
+def bundled_ipc(kind: str) -> list[Task]:
+    root = DATA / ("ipc" if kind == "classical" else "temporal")
+    planner = "fd" if kind == "classical" else "temporal"
+    return [t for folder in sorted(root.iterdir()) if folder.is_dir()
+            for t in load_pddl_folder(folder, family=kind, target_planner=planner)]
+
+
+def load_tasks(spec: str) -> list[Task]:
+    """Load tasks from a spec:
+
+    planbench:DOMAIN[:N] | planbench:all[:N] | ipc:DIR | ipc:bundled | temporal:DIR |
+    temporal:bundled | natural_plan:FILE.json | bundled (every bundled task) | several specs
+    joined with ','. N keeps the first N tasks (per domain for planbench:all).
+    """
+    if "," in spec:
+        return [t for part in spec.split(",") if part.strip() for t in load_tasks(part.strip())]
+    kind, _, rest = spec.partition(":")
+    if kind == "bundled" and not rest:
+        return load_tasks("planbench:all") + bundled_ipc("classical") + bundled_ipc("temporal")
+    if kind == "planbench":
+        name, _, count = rest.partition(":")
+        limit = _limit(count, spec)
+        domains = PLANBENCH_DOMAINS if name == "all" else (name,)
+        return [t for d in domains for t in load_planbench(d)[:limit]]
+    if kind in ("ipc", "temporal"):
+        family = "classical" if kind == "ipc" else "temporal"
+        if rest in ("", "bundled"):
+            return bundled_ipc(family)
+        path, _, count = rest.partition(":") if not Path(rest).exists() else (rest, "", "")
+        return load_pddl_folder(Path(path), family=family,
+                                target_planner="fd" if kind == "ipc" else "temporal")[:_limit(count, spec)]
+    if kind == "natural_plan":
+        if not rest:
+            raise TaskSpecError("natural_plan needs a file: natural_plan:PATH.json")
+        if not Path(rest).is_file():
+            raise TaskSpecError(f"natural_plan file not found: {rest}")
+        return load_natural_plan(Path(rest))
+    raise TaskSpecError(f"unknown task spec {spec!r}; try planbench:blocksworld:10, ipc:DIR, temporal:DIR, "
+                        "natural_plan:FILE.json or bundled")
+
+
+def _limit(count: str, spec: str) -> int | None:
+    if not count:
+        return None
+    if not count.isdigit() or int(count) <= 0:
+        raise TaskSpecError(f"{spec!r}: the count must be a positive integer, got {count!r}")
+    return int(count)
+
+
+def find_task(task_id: str, spec: str = "bundled") -> Task:
+    for task in load_tasks(spec):
+        if task.task_id == task_id:
+            return task
+    raise TaskSpecError(f"no task {task_id!r} in {spec!r}")

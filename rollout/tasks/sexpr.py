@@ -1,0 +1,99 @@
+"""A small S-expression reader/printer for PDDL text (comments dropped, case kept)."""
+
+from __future__ import annotations
+
+SExpr = str | list["SExpr"]
+
+
+class SExprError(ValueError):
+    pass
+
+
+def _tokens(text: str) -> list[str]:
+    out: list[str] = []
+    for line in text.splitlines():
+        line = line.split(";", 1)[0]
+        out.extend(line.replace("(", " ( ").replace(")", " ) ").split())
+    return out
+
+
+def parse_all(text: str) -> list[SExpr]:
+    """Parse every top-level expression in `text`."""
+    stack: list[list[SExpr]] = [[]]
+    for tok in _tokens(text):
+        if tok == "(":
+            stack.append([])
+        elif tok == ")":
+            if len(stack) == 1:
+                raise SExprError("unbalanced ')'")
+            done = stack.pop()
+            stack[-1].append(done)
+        else:
+            stack[-1].append(tok)
+    if len(stack) != 1:
+        raise SExprError(f"{len(stack) - 1} unclosed '('")
+    return stack[0]
+
+
+def parse(text: str) -> list[SExpr]:
+    exprs = parse_all(text)
+    if len(exprs) != 1 or not isinstance(exprs[0], list):
+        raise SExprError("expected exactly one (define ...) expression")
+    return exprs[0]
+
+
+def to_text(expr: SExpr, indent: int = 0) -> str:
+    """Print with one top-level section per line block; short lists stay on one line."""
+    if isinstance(expr, str):
+        return expr
+    flat = "(" + " ".join(to_text(e) for e in expr) + ")"
+    if len(flat) + indent <= 100 or not expr:
+        return flat
+    pad = " " * (indent + 2)
+    head = to_text(expr[0]) if isinstance(expr[0], str) else to_text(expr[0], indent + 1)
+    parts = [head]
+    i = 1
+    # keep ":keyword value" pairs on one line
+    while i < len(expr):
+        item = expr[i]
+        if isinstance(item, str) and item.startswith(":") and i + 1 < len(expr):
+            parts.append(pad + item + " " + to_text(expr[i + 1], indent + 2 + len(item) + 1))
+            i += 2
+        else:
+            parts.append(pad + to_text(item, indent + 2))
+            i += 1
+    return "(" + "\n".join(parts) + ")"
+
+
+def section(define: list[SExpr], keyword: str) -> list[SExpr] | None:
+    """The first child list of a define whose head is `keyword` (e.g. ':init')."""
+    for item in define:
+        if isinstance(item, list) and item and isinstance(item[0], str) and item[0].lower() == keyword:
+            return item
+    return None
+
+
+def sections(define: list[SExpr], keyword: str) -> list[list[SExpr]]:
+    return [item for item in define
+            if isinstance(item, list) and item and isinstance(item[0], str) and item[0].lower() == keyword]
+
+
+def typed_list(items: list[SExpr]) -> list[tuple[str, str]]:
+    """Parse `a b - t c - u d` into [(a, t), (b, t), (c, u), (d, object)]."""
+    out: list[tuple[str, str]] = []
+    pending: list[str] = []
+    i = 0
+    while i < len(items):
+        tok = items[i]
+        if tok == "-" and i + 1 < len(items):
+            typ = items[i + 1]
+            typ_name = typ if isinstance(typ, str) else " ".join(str(t) for t in typ)
+            out.extend((name, typ_name) for name in pending)
+            pending = []
+            i += 2
+            continue
+        if isinstance(tok, str):
+            pending.append(tok)
+        i += 1
+    out.extend((name, "object") for name in pending)
+    return out
