@@ -1,0 +1,379 @@
+"""The decision service: one Ray Serve deployment with a FastAPI ingress.
+
+The rules layer answers in the request handler without touching the model; every other state goes
+through one `@serve.batch` queue to the loaded model. Ingress and model share the replica so a
+decision costs one proxy hop, not two. The model is swapped atomically by a background thread
+that follows the registry actor (serve/registry.py), so a version rollout fails no request.
+"""
+
+import asyncio
+import logging
+import threading
+import time
+from typing import Any
+
+import ray
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from ray import serve
+
+from rollout.agent_table import agent_name
+from rollout.policy import Decision
+from rollout.rules import rule_decision
+from rollout.state import EpisodeState, StateError
+from serve.config import ServeConfig
+from serve.guard import ActiveGuard, GuardMiddleware, GuardSettings
+from serve.metrics import ReplicaMetrics, merge, render
+from serve.model_source import ModelSourceError
+from serve.registry import RegistryError, get_registry
+from serve.runtime import LoadedModel, ModelLoadError, load_model
+from serve.schemas import (
+    BatchIn,
+    BatchOut,
+    DecisionOut,
+    ErrorOut,
+    FeedbackIn,
+    FeedbackOut,
+    ModelIn,
+    ModelOut,
+    StateIn,
+)
+from train.manifest import ManifestError
+
+log = logging.getLogger("halo.serve")
+
+API_VERSION = "1"
+ROUTES = ("/v1/decide", "/v1/decide/batch", "/v1/feedback", "/v1/admin/model", "/v1/admin/rollback",
+          "/healthz", "/readyz", "/metrics")
+# Loaded models kept per replica, so a rollback switches without reloading.
+MODEL_CACHE_SIZE = 3
+
+_ERR = {"model": ErrorOut}
+GUARDED_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {**_ERR, "description": "missing or wrong API key (when keys are configured)"},
+    413: {**_ERR, "description": "request body over the size limit"},
+    422: {**_ERR, "description": "malformed body or a bad/missing field (named in `field`)"},
+    503: {**_ERR, "description": "overloaded (see Retry-After) or no model loaded"},
+}
+
+
+
+class DecisionAPI(FastAPI):
+    """FastAPI plus the bearer-auth security scheme in the OpenAPI document (the guard enforces it)."""
+
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema:
+            return self.openapi_schema
+        schema = super().openapi()
+        schema.setdefault("components", {}).setdefault("securitySchemes", {})["bearerAuth"] = {
+            "type": "http", "scheme": "bearer",
+            "description": "required on all routes but the probes when API keys are configured"}
+        for path, ops in schema.get("paths", {}).items():
+            if path not in ("/healthz", "/readyz"):
+                for op in ops.values():
+                    op["security"] = [{"bearerAuth": []}]
+        self.openapi_schema = schema
+        return schema
+
+
+api = DecisionAPI(title="HALO decision service", version=API_VERSION,
+                  description="Orchestrator decisions for the PDDL refinement loop: rules layer + trained policy.")
+api.add_middleware(GuardMiddleware)
+
+
+def _field_of(loc: tuple[Any, ...] | list[Any]) -> str:
+    parts = [p for p in loc if p != "body"]
+    if not parts or isinstance(parts[0], int) and len(parts) == 1:
+        return "body"  # JSON that does not parse (loc is the byte offset)
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+@api.exception_handler(RequestValidationError)
+async def _invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = exc.errors()
+    first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
+    field_name = _field_of(first.get("loc", ("body",)))
+    detail = [{"field": _field_of(e.get("loc", ())), "msg": e.get("msg", "")} for e in errors[:20]]
+    return JSONResponse({"error": "invalid_request", "field": field_name, "detail": detail}, status_code=422)
+
+
+@api.exception_handler(StateError)
+async def _invalid_state(_request: Request, exc: StateError) -> JSONResponse:
+    return JSONResponse({"error": "invalid_request", "field": exc.field_name,
+                         "detail": [{"field": exc.field_name, "msg": str(exc)}]}, status_code=422)
+
+
+def _route_label(path: str) -> str:
+    return path if path in ROUTES else "other"
+
+
+def _error_kind(status: int) -> str | None:
+    return {401: "unauthorized", 413: "too_large", 422: "invalid_request", 400: "bad_request",
+            404: "not_found", 405: "method_not_allowed", 409: "conflict", 503: "unavailable"}.get(
+        status, "internal" if status >= 500 else None)
+
+
+@serve.deployment(name="DecisionService")
+@serve.ingress(api)
+class DecisionService:
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = ServeConfig.from_dict(config)
+        ctx = serve.get_replica_context()
+        self.replica_id = ctx.replica_id.unique_id
+        self.metrics = ReplicaMetrics()
+        self.guard = GuardSettings(self.config.effective_api_keys(), self.config.max_body_bytes,
+                                   self.config.metrics_public, observe=self._observe)
+        self._registry = get_registry(self.config.registry_name, self.config.registry_namespace)
+        self._lock = threading.Lock()  # serialises model loads (admin request vs sync thread)
+        self._cache: dict[tuple[str, str], LoadedModel] = {}
+        self._model: LoadedModel | None = None
+        self._revision = 0
+        self._failed: tuple[int, str] | None = None  # (revision, error) of a target that would not load
+        self._feedback_writer: Any = None
+        self._batched.set_max_batch_size(self.config.max_batch_size)
+        self._batched.set_batch_wait_timeout_s(self.config.batch_wait_timeout_s)
+        target = ray.get(self._registry.target.remote())
+        if target is None:
+            raise RuntimeError("the model registry has no model; deploy one before starting replicas")
+        self._apply_target(target)
+        if self._model is None:
+            raise RuntimeError(f"replica could not load the served model: {self._failed}")
+        ActiveGuard.settings = self.guard
+        self._stop = threading.Event()
+        self._sync_thread = threading.Thread(target=self._sync_loop, name="halo-model-sync", daemon=True)
+        self._sync_thread.start()
+
+    # -- model versions ---------------------------------------------------------------------------
+
+    def _apply_target(self, target: dict[str, Any], preloaded: LoadedModel | None = None) -> None:
+        with self._lock:
+            if target["revision"] == self._revision:
+                return
+            key = (target["ref"], target["version"])
+            model = preloaded or self._cache.get(key)
+            if model is None:
+                try:
+                    model = load_model(target["ref"], runtime=self.config.runtime,
+                                       cache_dir=self.config.model_cache_dir or None, vllm_options=self.config.vllm)
+                except Exception as exc:  # keep serving the old model; report the failure
+                    self._failed = (target["revision"], f"{type(exc).__name__}: {exc}")
+                    self._revision = target["revision"]
+                    self.metrics.inc("halo_serve_errors", ("model_load_failed",))
+                    log.error("replica %s: cannot load %s: %s", self.replica_id, target["ref"], exc)
+                    return
+                if model.version != target["version"]:
+                    self._failed = (target["revision"], f"{target['ref']} now holds version {model.version}, "
+                                                        f"not {target['version']}")
+                    self._revision = target["revision"]
+                    return
+            self._cache[key] = model
+            while len(self._cache) > MODEL_CACHE_SIZE:
+                self._cache.pop(next(iter(self._cache)))
+            self._model = model  # the swap: requests already running keep their reference
+            self._revision = target["revision"]
+            self._failed = None
+
+    def _status(self) -> dict[str, Any]:
+        model = self._model
+        return {"revision": self._revision, "name": model.name if model else "",
+                "version": model.version if model else "", "load_error": self._failed[1] if self._failed else ""}
+
+    def _sync_loop(self) -> None:
+        while not self._stop.wait(self.config.sync_interval_s):
+            try:
+                target = ray.get(self._registry.sync.remote(self.replica_id, self._status(), self.metrics.snapshot()),
+                                 timeout=30)
+                if target is not None and target["revision"] != self._revision:
+                    self._apply_target(target)
+            except Exception as exc:  # the registry restarting must not kill the replica
+                log.warning("replica %s: model sync failed: %s", self.replica_id, exc)
+
+    def check_health(self) -> None:
+        if self._model is None:
+            raise RuntimeError("no model loaded")
+        if not self._sync_thread.is_alive():
+            raise RuntimeError("model sync thread stopped")
+
+    def __del__(self) -> None:
+        stop = getattr(self, "_stop", None)
+        if stop is not None:
+            stop.set()
+
+    # -- metrics ----------------------------------------------------------------------------------
+
+    def _observe(self, path: str, status: int, seconds: float) -> None:
+        route = _route_label(path)
+        self.metrics.inc("halo_serve_requests", (route, str(status)))
+        self.metrics.observe("halo_serve_request_latency_seconds", seconds, (route,))
+        kind = _error_kind(status)
+        if kind is not None:
+            self.metrics.inc("halo_serve_errors", (kind,))
+
+    def _count(self, d: Decision) -> None:
+        self.metrics.inc("halo_serve_decisions", (str(d.agent_id), agent_name(d.agent_id), d.decided_by))
+        self.metrics.observe("halo_serve_decision_latency_seconds", d.latency_ms / 1000.0, (d.decided_by,))
+
+    # -- decisions --------------------------------------------------------------------------------
+
+    @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.001)
+    async def _batched(self, states: list[EpisodeState]) -> list[Decision]:
+        model = self._model
+        assert model is not None
+        self.metrics.observe("halo_serve_model_batch_size", float(len(states)))
+        if model.inline:
+            return model.decide_batch(states)
+        return await asyncio.to_thread(model.decide_batch, states)
+
+    async def _decide(self, state: EpisodeState) -> Decision:
+        t0 = time.perf_counter()
+        ruled = rule_decision(state)
+        if ruled is not None:
+            model = self._model
+            d = Decision(ruled.agent_id, "rule", (time.perf_counter() - t0) * 1000.0, ruled.reason,
+                         model.version if model else "")
+        else:
+            d = await self._batched(state)
+            d = Decision(d.agent_id, d.decided_by, (time.perf_counter() - t0) * 1000.0, d.reason, d.policy_version)
+        self._count(d)
+        return d
+
+    @staticmethod
+    def _out(d: Decision) -> dict[str, Any]:
+        return {"agent_id": d.agent_id, "agent_name": d.agent_name, "decided_by": d.decided_by,
+                "policy_version": d.policy_version, "latency_ms": round(d.latency_ms, 3), "reason": d.reason}
+
+    @api.post("/v1/decide", response_model=DecisionOut, responses=GUARDED_RESPONSES,
+              summary="Choose the next agent for one episode state")
+    async def decide(self, body: StateIn) -> Any:  # type: ignore[valid-type]
+        state = EpisodeState.from_dict(body.model_dump())
+        return self._out(await self._decide(state))
+
+    @api.post("/v1/decide/batch", response_model=BatchOut, responses=GUARDED_RESPONSES,
+              summary="Choose the next agent for many states at once")
+    async def decide_batch(self, body: BatchIn) -> Any:
+        if len(body.states) > self.config.max_batch_states:
+            return JSONResponse({"error": "invalid_request", "field": "states",
+                                 "detail": f"at most {self.config.max_batch_states} states per request"}, 422)
+        states = [EpisodeState.from_dict(s.model_dump()) for s in body.states]
+        decisions = await asyncio.gather(*(self._decide(s) for s in states))
+        model = self._model
+        return {"decisions": [self._out(d) for d in decisions], "policy_version": model.version if model else ""}
+
+    async def decide_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        """The same decision for DeploymentHandle callers (serve/handle_policy.py); raises StateError."""
+        return self._out(await self._decide(EpisodeState.from_dict(state)))
+
+    # -- feedback ---------------------------------------------------------------------------------
+
+    @api.post("/v1/feedback", response_model=FeedbackOut, responses=GUARDED_RESPONSES,
+              summary="Store the outcome of an episode that used the service (idempotent by episode_id)")
+    async def feedback(self, body: FeedbackIn) -> Any:
+        if not self.config.feedback_store:
+            return JSONResponse({"error": "feedback_disabled",
+                                 "detail": "the service has no feedback_store configured"}, 503)
+        from serve.feedback import episode_from_feedback, get_writer
+
+        model = self._model
+        episode = episode_from_feedback(body, self.config.feedback_run_id, model.version if model else "")
+        try:
+            if self._feedback_writer is None:
+                self._feedback_writer = get_writer(self.config.feedback_store, self.config.registry_namespace)
+            stored = await self._feedback_writer.write.remote(self.config.feedback_run_id, episode)
+        except Exception as exc:
+            self.metrics.inc("halo_serve_feedback_episodes", ("error",))
+            log.error("feedback %s not stored: %s", body.episode_id, exc)
+            return JSONResponse({"error": "store_unavailable", "detail": str(exc)[-500:]}, 503,
+                                headers={"Retry-After": str(max(1, round(self.config.retry_after_s)))})
+        self.metrics.inc("halo_serve_feedback_episodes", ("stored" if stored else "duplicate",))
+        return {"episode_id": episode.episode_id, "stored": stored, "steps": episode.num_steps}
+
+    # -- model admin ------------------------------------------------------------------------------
+
+    async def _model_status(self) -> dict[str, Any]:
+        return await self._registry.status.remote()
+
+    @api.get("/v1/admin/model", response_model=ModelOut, responses=GUARDED_RESPONSES,
+             summary="The target model version and what each replica serves")
+    async def get_model(self) -> Any:
+        return await self._model_status()
+
+    @api.post("/v1/admin/model", response_model=ModelOut, responses=GUARDED_RESPONSES,
+              summary="Roll out a new model version to all replicas (refused unless its manifest verifies)")
+    async def set_model(self, body: ModelIn) -> Any:
+        try:
+            model = await asyncio.to_thread(load_model, body.model, runtime=self.config.runtime,
+                                            cache_dir=self.config.model_cache_dir or None,
+                                            vllm_options=self.config.vllm)
+        except ManifestError as exc:
+            self.metrics.inc("halo_serve_errors", ("manifest_invalid",))
+            return JSONResponse({"error": "manifest_invalid", "field": "model", "detail": str(exc)}, 422)
+        except (ModelSourceError, ModelLoadError) as exc:
+            self.metrics.inc("halo_serve_errors", ("model_load_failed",))
+            return JSONResponse({"error": "model_load_failed", "field": "model", "detail": str(exc)}, 422)
+        target = await self._registry.deploy.remote(body.model, model.describe())
+        await asyncio.to_thread(self._apply_target, target, model)
+        return await self._model_status()
+
+    @api.post("/v1/admin/rollback", response_model=ModelOut, responses=GUARDED_RESPONSES,
+              summary="Go back to the previously deployed model version")
+    async def rollback(self) -> Any:
+        try:
+            target = await self._registry.rollback.remote()
+        except RegistryError as exc:
+            return JSONResponse({"error": "conflict", "detail": str(exc)}, 409)
+        except ray.exceptions.RayTaskError as exc:
+            return JSONResponse({"error": "conflict", "detail": str(exc.cause if hasattr(exc, "cause") else exc)},
+                                409)
+        await asyncio.to_thread(self._apply_target, target)
+        return await self._model_status()
+
+    # -- health -----------------------------------------------------------------------------------
+
+    @api.get("/healthz", summary="Liveness: the replica answers")
+    async def healthz(self) -> dict[str, str]:
+        return {"status": "ok"}
+
+    @api.get("/readyz", summary="Readiness: a verified model is loaded (and which version)",
+             responses={503: {**_ERR, "description": "no model loaded"}})
+    async def readyz(self) -> Any:
+        model = self._model
+        if model is None:
+            return JSONResponse({"error": "not_ready", "detail": self._failed[1] if self._failed else "loading"}, 503)
+        body = {"ready": True, **model.describe(), "label_map_verified": True, "revision": self._revision,
+                "replica": self.replica_id}
+        if self._failed:
+            body["last_load_error"] = self._failed[1]
+        return body
+
+    @api.get("/metrics", summary="Prometheus metrics summed over all replicas",
+             response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+    async def metrics_text(self) -> Response:
+        try:
+            snapshots, info = await asyncio.wait_for(self._registry.metrics.remote(), timeout=5)
+        except Exception:  # registry unreachable: show this replica alone rather than nothing
+            snapshots, info = {}, {}
+        snapshots = {**snapshots, self.replica_id: self.metrics.snapshot()}
+        info = {**info, self.replica_id: {"name": self._model.name if self._model else "",
+                                          "version": self._model.version if self._model else ""}}
+        return Response(render(merge(snapshots.values()), info), media_type="text/plain; version=0.0.4")
+
+
+def build_app(config: ServeConfig) -> Any:
+    """The Serve application for `config` (the registry must already hold the model to serve)."""
+    options: dict[str, Any] = {
+        "max_ongoing_requests": config.max_ongoing_requests,
+        "max_queued_requests": config.max_queued_requests,
+        "backpressure_config": {"status_code": 503, "retry_after_s": config.retry_after_s},
+        "ray_actor_options": {"num_cpus": config.replica_num_cpus, "num_gpus": config.replica_num_gpus},
+        "health_check_period_s": 2.0,
+        "health_check_timeout_s": 30.0,
+    }
+    if config.autoscaling_config:
+        options["autoscaling_config"] = config.autoscaling_config
+    else:
+        options["num_replicas"] = config.num_replicas
+    return DecisionService.options(**options).bind(config.to_dict())

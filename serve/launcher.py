@@ -1,0 +1,109 @@
+"""Starting and stopping the decision service (used by `halo serve`, the tests and the benchmark).
+
+The model is verified in the caller before anything starts: a model whose manifest does not
+verify is refused up front. Ray runs in-process unless an address is given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from serve.config import ServeConfig
+from serve.runtime import verify_model
+
+
+@dataclass
+class RunningService:
+    config: ServeConfig
+    registry: Any
+    owns_ray: bool
+    owns_serve: bool
+
+    @property
+    def url(self) -> str:
+        host = self.config.host if self.config.host not in ("0.0.0.0", "::") else "127.0.0.1"
+        return f"http://{host}:{self.config.port}{self.config.route_prefix.rstrip('/')}"
+
+
+def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
+    """Start (or join) Ray; returns True when this call started it."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+    if address:
+        ray.init(address=address, **kwargs)
+    else:
+        ray.init(num_cpus=num_cpus or 2, **kwargs)
+    return True
+
+
+def ensure_serve(config: ServeConfig) -> bool:
+    """Start Serve's proxy on the configured host/port unless Serve already runs."""
+    from ray import serve
+
+    try:
+        serve.context._get_global_client()  # noqa: SLF001 - raises when Serve is not running
+        return False
+    except Exception:
+        serve.start(http_options={"host": config.host, "port": config.port})
+        return True
+
+
+def start_service(config: ServeConfig, *, address: str | None = None, num_cpus: int | None = None,
+                  wait_ready_s: float = 120.0) -> RunningService:
+    import ray
+    from ray import serve
+
+    from serve.app import build_app
+    from serve.registry import get_or_create_registry
+
+    config.validate()
+    _, manifest = verify_model(config.model, config.model_cache_dir or None)
+    owns_ray = ensure_ray(address, num_cpus)
+    owns_serve = ensure_serve(config)
+    registry = get_or_create_registry(config.registry_name, config.registry_namespace)
+    target = ray.get(registry.target.remote())
+    if target is None or target["ref"] != config.model or target["version"] != manifest.version:
+        ray.get(registry.deploy.remote(config.model, {"name": manifest.name, "version": manifest.version,
+                                                      "policy_class": manifest.policy_class}))
+    serve.run(build_app(config), name=config.app_name, route_prefix=config.route_prefix)
+    service = RunningService(config, registry, owns_ray, owns_serve)
+    wait_ready(service.url, wait_ready_s)
+    return service
+
+
+def wait_ready(url: str, timeout_s: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            r = httpx.get(f"{url}/readyz", timeout=5)
+            if r.status_code == 200:
+                return r.json()
+            last = r.text
+        except httpx.HTTPError as exc:
+            last = str(exc)
+        time.sleep(0.2)
+    raise TimeoutError(f"service at {url} not ready after {timeout_s}s: {last}")
+
+
+def stop_service(service: RunningService) -> None:
+    import ray
+    from ray import serve
+
+    try:
+        serve.delete(service.config.app_name)
+    finally:
+        with contextlib.suppress(Exception):
+            ray.kill(service.registry)
+        if service.owns_serve:
+            serve.shutdown()
+        if service.owns_ray:
+            ray.shutdown()

@@ -1,0 +1,121 @@
+"""Loading a served model: resolve its source, verify its manifest, pick a runtime.
+
+Runtimes: the CPU ones come from `train.policies.load_policy` (the fast policy classes and the
+transformers + LoRA LLM policy); the GPU one is `serve.vllm_runtime` (imported only when chosen).
+A model whose manifest does not verify never gets past `load_model`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rollout.policy import Decision, Policy
+from rollout.state import EpisodeState
+from serve.model_source import resolve_model
+from train.manifest import Manifest, ManifestError
+
+# Policy classes cheap enough to run on the replica's event loop; anything else runs in a thread.
+INLINE_POLICY_CLASSES = frozenset({"hashed_linear"})
+
+
+class ModelLoadError(RuntimeError):
+    pass
+
+
+@dataclass
+class LoadedModel:
+    ref: str
+    path: Path
+    manifest: Manifest
+    policy: Policy
+    runtime: str  # "cpu" | "vllm"
+    loaded_at: float = field(default_factory=time.time)
+
+    @property
+    def version(self) -> str:
+        return self.manifest.version
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def inline(self) -> bool:
+        return self.runtime == "cpu" and self.manifest.policy_class in INLINE_POLICY_CLASSES
+
+    def decide_batch(self, states: list[EpisodeState]) -> list[Decision]:
+        batch_fn = getattr(self.policy, "decide_batch", None)
+        t0 = time.perf_counter()
+        decisions = list(batch_fn(states)) if batch_fn is not None else [self.policy.decide(s) for s in states]
+        if len(decisions) != len(states):
+            raise ModelLoadError(f"runtime returned {len(decisions)} decisions for {len(states)} states")
+        per_state_ms = (time.perf_counter() - t0) * 1000.0 / max(1, len(states))
+        for d in decisions:
+            if not 0 <= d.agent_id <= 20:
+                raise ModelLoadError(f"model answered agent id {d.agent_id}, outside its 0..20 label map")
+        return [Decision(d.agent_id, "model", d.latency_ms or per_state_ms, d.reason, self.version)
+                for d in decisions]
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "policy_class": self.manifest.policy_class,
+                "encoder_version": self.manifest.encoder_version, "runtime": self.runtime, "ref": self.ref}
+
+
+def verify_model(ref: str, cache_dir: str | None = None) -> tuple[Path, Manifest]:
+    """Resolve `ref` and verify its manifest; raises ManifestError / ModelSourceError."""
+    path = resolve_model(ref, cache_dir or None)
+    return path, Manifest.load(path)
+
+
+def choose_runtime(manifest: Manifest, requested: str) -> str:
+    if requested in ("cpu", "vllm"):
+        return requested
+    if manifest.policy_class == "llm" and importlib.util.find_spec("vllm") is not None and _cuda_available():
+        return "vllm"
+    return "cpu"
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def load_model(ref: str, *, runtime: str = "auto", cache_dir: str | None = None,
+               vllm_options: dict[str, Any] | None = None) -> LoadedModel:
+    path, manifest = verify_model(ref, cache_dir)
+    chosen = choose_runtime(manifest, runtime)
+    if chosen == "vllm":
+        if manifest.policy_class != "llm":
+            raise ModelLoadError(f"runtime vllm serves LLM policies only, not {manifest.policy_class!r}")
+        from serve.vllm_runtime import VLLMPolicy
+
+        policy: Policy = VLLMPolicy(path, manifest, **(vllm_options or {}))
+    else:
+        from train.policies import load_policy
+
+        try:
+            policy = load_policy(path)
+        except ManifestError:
+            raise
+        except Exception as exc:  # a broken artifact must not take the service down
+            raise ModelLoadError(f"{path}: cannot load policy {manifest.policy_class!r}: {exc}") from exc
+    model = LoadedModel(ref=ref, path=path, manifest=manifest, policy=policy, runtime=chosen)
+    _warm_up(model)
+    return model
+
+
+def _warm_up(model: LoadedModel) -> None:
+    """One decision on a fixed state, so a model that loads but cannot decide is refused."""
+    probe = EpisodeState(task_description="warm-up probe", domain="(define (domain probe))",
+                         validator_errors="goal not reached", error_category="goal_not_reached")
+    try:
+        model.decide_batch([probe])
+    except Exception as exc:
+        raise ModelLoadError(f"{model.path}: model failed its warm-up decision: {exc}") from exc
