@@ -50,8 +50,15 @@ def _scripted_factory(params: str, seed: int) -> Policy:
     return ScriptedPolicy(noise=float(p.get("noise", 0.1)), seed=int(p.get("seed", seed)))
 
 
+def _student_factory(params: str, seed: int) -> Policy:
+    from rollout.policies.http_student import student_factory
+
+    return student_factory(params, seed)
+
+
 register_policy_factory("random", _random_factory)
 register_policy_factory("scripted", _scripted_factory)
+register_policy_factory("student", _student_factory)  # student:URL -> the served policy over HTTP
 
 
 def make_policy(spec: str, *, seed: int = 0) -> Policy:

@@ -1,0 +1,149 @@
+"""The served student as a rollout policy: `student:URL` asks the decision service over HTTP.
+
+Student rollouts thereby take the same path production planners do (rules layer, model, version
+reporting all happen in the service). Speaks only HTTP, so rollout never imports serve.
+Transient failures (connection errors, timeouts, 503 overload, 5xx) are retried with backoff,
+honouring Retry-After; client errors (401, 413, 422) are not retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from typing import Any
+
+import httpx
+
+from rollout.policy import Decision, Policy
+from rollout.state import EpisodeState
+
+API_KEY_ENV = "HALO_SERVE_API_KEY"
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+class StudentServiceError(RuntimeError):
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class StudentHTTPPolicy(Policy):
+    name = "student"
+
+    def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 10.0, *,
+                 retries: int = 4, backoff_s: float = 0.1, max_backoff_s: float = 5.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        key = api_key if api_key is not None else os.environ.get(API_KEY_ENV, "")
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.version = "unknown"  # set from the service's answers
+        self._client: httpx.Client | None = None
+        self._aclient: httpx.AsyncClient | None = None
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    def _sync_client(self) -> httpx.Client:
+        if self._client is None:
+            self._client = httpx.Client(base_url=self.base_url, headers=self._headers, timeout=self.timeout)
+        return self._client
+
+    def _async_client(self) -> httpx.AsyncClient:
+        if self._aclient is None:
+            self._aclient = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, timeout=self.timeout)
+        return self._aclient
+
+    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
+        if response is not None:
+            retry_after = response.headers.get("retry-after", "")
+            if retry_after.replace(".", "", 1).isdigit():
+                return min(float(retry_after), self.max_backoff_s)
+        return min(self.backoff_s * (2 ** attempt), self.max_backoff_s) * (0.5 + random.random() / 2)
+
+    def _result(self, response: httpx.Response) -> Decision:
+        if response.status_code != 200:
+            raise StudentServiceError(f"decision service answered {response.status_code}: {response.text[:300]}",
+                                      response.status_code)
+        data: dict[str, Any] = response.json()
+        self.version = data.get("policy_version", self.version)
+        decided_by = "rule" if data.get("decided_by") == "rule" else "student"
+        return Decision(int(data["agent_id"]), decided_by, float(data.get("latency_ms", 0.0)),
+                        data.get("reason", ""), data.get("policy_version", ""))
+
+    @staticmethod
+    def _retryable(response: httpx.Response | None, exc: Exception | None) -> bool:
+        if exc is not None:
+            return isinstance(exc, httpx.TransportError)
+        return response is not None and response.status_code in RETRY_STATUS
+
+    # -- Policy -----------------------------------------------------------------------------------
+
+    def decide(self, state: EpisodeState) -> Decision:
+        t0 = time.perf_counter()
+        body = state.to_dict()
+        for attempt in range(self.retries + 1):
+            response, error = None, None
+            try:
+                response = self._sync_client().post("/v1/decide", json=body)
+            except httpx.HTTPError as exc:
+                error = exc
+            if error is None and response is not None and response.status_code == 200:
+                return _stamp(self._result(response), t0)
+            if attempt == self.retries or not self._retryable(response, error):
+                if error is not None:
+                    raise StudentServiceError(f"decision service at {self.base_url} unreachable: {error}") from error
+                return self._result(response)  # type: ignore[arg-type]  # raises with the status
+            time.sleep(self._delay(attempt, response))
+        raise AssertionError("unreachable")
+
+    async def adecide(self, state: EpisodeState) -> Decision:
+        t0 = time.perf_counter()
+        body = state.to_dict()
+        for attempt in range(self.retries + 1):
+            response, error = None, None
+            try:
+                response = await self._async_client().post("/v1/decide", json=body)
+            except httpx.HTTPError as exc:
+                error = exc
+            if error is None and response is not None and response.status_code == 200:
+                return _stamp(self._result(response), t0)
+            if attempt == self.retries or not self._retryable(response, error):
+                if error is not None:
+                    raise StudentServiceError(f"decision service at {self.base_url} unreachable: {error}") from error
+                return self._result(response)  # type: ignore[arg-type]
+            await asyncio.sleep(self._delay(attempt, response))
+        raise AssertionError("unreachable")
+
+    def _decide(self, state: EpisodeState) -> Decision:  # decide() is overridden; kept for the ABC
+        return self.decide(state)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._aclient is not None:
+            aclient, self._aclient = self._aclient, None
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                asyncio.run(aclient.aclose())
+            else:
+                loop.create_task(aclient.aclose())
+
+
+def _stamp(decision: Decision, t0: float) -> Decision:
+    """Latency as the client saw it (network included); the service's own time is in `reason`-free data."""
+    return Decision(decision.agent_id, decision.decided_by, (time.perf_counter() - t0) * 1000.0, decision.reason,
+                    decision.policy_version)
+
+
+def student_factory(params: str, seed: int) -> Policy:
+    """`student:URL` (e.g. student:http://127.0.0.1:8000); the key comes from HALO_SERVE_API_KEY."""
+    url = params.strip()
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"student policy needs the service URL, e.g. student:http://127.0.0.1:8000 (got {url!r})")
+    return StudentHTTPPolicy(url)
