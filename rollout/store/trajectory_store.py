@@ -1,0 +1,418 @@
+"""The trajectory store: one Delta Lake table of step records, partitioned by run_id.
+
+Layout under the store URL (a directory or s3://bucket/prefix):
+
+    steps/                  Delta table (Parquet + zstd, partition run_id=<id>/, _delta_log/)
+    runs/<run_id>.json      run metadata (RunMeta)
+    models/<name>/...       trained models and manifests (see `path_for`, `upload_dir`)
+
+Every `write_episodes` call is ONE Delta commit: all rows of all its episodes become visible
+together or not at all. Before committing, the episode IDs already in the run are filtered out,
+so a retried, resumed or duplicated write never stores an episode twice. Only one process
+should commit a given run at a time (the rollout job's committer); different runs may commit
+concurrently (Delta's optimistic concurrency, conditional puts on S3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pyarrow.fs as pafs
+
+from rollout.store.location import StoreLocation, parse_location
+from rollout.store.retry import RetryPolicy, StoreError, retry_call
+from rollout.store.runs import RunInfo, RunMeta, check_run_id
+from rollout.trajectory import STEP_SCHEMA, EpisodeRecord, episodes_to_table, table_to_episodes
+
+TABLE_DIR = "steps"
+RUNS_DIR = "runs"
+PARTITION = "run_id"
+ZSTD_LEVEL = 3
+
+
+@dataclass
+class _CommittedIds:
+    files: set[str] = field(default_factory=set)
+    ids: set[str] = field(default_factory=set)
+
+
+class TrajectoryStore:
+    def __init__(self, url: str | os.PathLike[str], *, storage_options: dict[str, str] | None = None,
+                 retry: RetryPolicy | None = None) -> None:
+        self.location: StoreLocation = parse_location(url, storage_options)
+        self.url = self.location.url
+        self.table_uri = self.location.join(TABLE_DIR)
+        self.retry = retry or RetryPolicy()
+        self._delta_options = self.location.delta_options()
+        self._fs: pafs.FileSystem | None = None
+        self._dt: Any = None  # deltalake.DeltaTable once the table exists
+        self._committed: dict[str, _CommittedIds] = {}
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"TrajectoryStore({self.url!r})"
+
+    # ---- writing -------------------------------------------------------------------------
+
+    def write_episodes(self, run_id: str, episodes: list[EpisodeRecord]) -> int:
+        """Commit the episodes not yet in the run, atomically. Returns how many were new."""
+        check_run_id(run_id)
+        unique = _check_episodes(run_id, episodes)
+        if not unique:
+            return 0
+        table = episodes_to_table(unique)
+
+        def attempt() -> int:
+            with self._lock:
+                committed = self._committed_ids(run_id)
+                if committed:
+                    keep = pc.invert(pc.is_in(table.column("episode_id"), value_set=pa.array(sorted(committed))))
+                    fresh = table.filter(keep)
+                else:
+                    fresh = table
+                if fresh.num_rows == 0:
+                    return 0
+                new_ids = set(fresh.column("episode_id").to_pylist())
+                self._commit(fresh, run_id, len(new_ids))
+                return len(new_ids)
+
+        return retry_call(attempt, what=f"committing {len(unique)} episodes of run {run_id}",
+                          where=self.url, policy=self.retry)
+
+    def _commit(self, table: pa.Table, run_id: str, n_episodes: int) -> None:
+        from deltalake import CommitProperties, WriterProperties, write_deltalake
+
+        if not self.location.is_s3:
+            Path(self.location.fs_path(TABLE_DIR)).mkdir(parents=True, exist_ok=True)
+        write_deltalake(
+            self._dt if self._dt is not None else self.table_uri,
+            table,
+            partition_by=[PARTITION],
+            mode="append",
+            schema_mode="merge",  # a newer STEP_SCHEMA adds columns; old files read them as null
+            storage_options=self._delta_options,
+            writer_properties=WriterProperties(compression="ZSTD", compression_level=ZSTD_LEVEL),
+            commit_properties=CommitProperties(
+                custom_metadata={"halo.run_id": run_id, "halo.episodes": str(n_episodes)}),
+        )
+
+    # ---- reading -------------------------------------------------------------------------
+
+    def episode_ids(self, run_id: str) -> set[str]:
+        check_run_id(run_id)
+        return retry_call(lambda: set(self._committed_ids(run_id)), what=f"listing episodes of run {run_id}",
+                          where=self.url, policy=self.retry)
+
+    def read_table(self, run_ids: list[str] | None = None, columns: list[str] | None = None) -> pa.Table:
+        """Committed step rows (all runs, or the given ones) in STEP_SCHEMA types and column order."""
+        wanted = list(columns) if columns is not None else list(STEP_SCHEMA.names)
+        unknown = [c for c in wanted if c not in STEP_SCHEMA.names]
+        if unknown:
+            raise ValueError(f"unknown column(s) {unknown}; known: {', '.join(STEP_SCHEMA.names)}")
+        for run_id in run_ids or []:
+            check_run_id(run_id)
+
+        def read() -> pa.Table:
+            with self._lock:
+                dt = self._load()
+                if dt is None or (run_ids is not None and not run_ids):
+                    return _conform(STEP_SCHEMA.empty_table(), wanted)
+                partitions = [(PARTITION, "in", list(run_ids))] if run_ids else None
+                dataset = dt.to_pyarrow_dataset(file_pruning_predicate=partitions)
+                present = [c for c in wanted if c in dataset.schema.names]
+                return _conform(dataset.to_table(columns=present), wanted)
+
+        return retry_call(read, what="reading the step table", where=self.url, policy=self.retry)
+
+    def read_episodes(self, run_ids: list[str] | None = None) -> list[EpisodeRecord]:
+        episodes = table_to_episodes(self.read_table(run_ids))
+        return sorted(episodes, key=lambda e: (e.run_id, e.episode_id))
+
+    def data_files(self, run_ids: list[str] | None = None) -> list[str]:
+        """URLs of the committed Parquet files, for readers that take a file list (ray.data, duckdb)."""
+        def files() -> list[str]:
+            with self._lock:
+                dt = self._load()
+                if dt is None:
+                    return []
+                partitions = [(PARTITION, "in", list(run_ids))] if run_ids else None
+                return list(dt.file_uris(file_pruning_predicate=partitions))
+
+        return retry_call(files, what="listing data files", where=self.url, policy=self.retry)
+
+    def version(self) -> int | None:
+        """The Delta table version (one per commit); None before the first commit."""
+        def get() -> int | None:
+            with self._lock:
+                dt = self._load()
+                return None if dt is None else dt.version()
+        return retry_call(get, what="reading the table version", where=self.url, policy=self.retry)
+
+    # ---- runs ----------------------------------------------------------------------------
+
+    def write_run_meta(self, meta: RunMeta) -> None:
+        check_run_id(meta.run_id)
+        meta.updated_at = time.time()
+        self.put_bytes(f"{RUNS_DIR}/{meta.run_id}.json", meta.to_json().encode())
+
+    def read_run_meta(self, run_id: str) -> RunMeta | None:
+        check_run_id(run_id)
+        data = self.get_bytes(f"{RUNS_DIR}/{run_id}.json")
+        return None if data is None else RunMeta.from_json(data.decode())
+
+    def list_runs(self) -> list[RunInfo]:
+        metas = {m.run_id: m for m in self._all_run_meta()}
+        table = self.read_table(columns=["run_id", "episode_id", "num_steps", "success_validator",
+                                         "success_oracle", "llm_backend", "policy_name", "created_at"])
+        per_episode = table.group_by(["run_id", "episode_id"], use_threads=False).aggregate(
+            [(c, "first") for c in ("num_steps", "success_validator", "success_oracle", "llm_backend",
+                                    "policy_name", "created_at")])
+        runs: dict[str, dict[str, Any]] = {}
+        for row in per_episode.to_pylist():
+            r = runs.setdefault(row["run_id"], {"episodes": 0, "steps": 0, "ok": 0, "gold": 0, "oracle_ok": 0,
+                                                "backend": row["llm_backend_first"],
+                                                "policy": row["policy_name_first"],
+                                                "created": row["created_at_first"] or 0.0})
+            r["episodes"] += 1
+            r["steps"] += row["num_steps_first"] or 0
+            r["ok"] += bool(row["success_validator_first"])
+            if row["success_oracle_first"] is not None:
+                r["gold"] += 1
+                r["oracle_ok"] += bool(row["success_oracle_first"])
+            r["created"] = min(r["created"], row["created_at_first"] or r["created"])
+        out: list[RunInfo] = []
+        for run_id in sorted(set(runs) | set(metas)):
+            r = runs.get(run_id, {"episodes": 0, "steps": 0, "ok": 0, "gold": 0, "oracle_ok": 0,
+                                  "backend": "", "policy": "", "created": 0.0})
+            meta = metas.get(run_id)
+            out.append(RunInfo(
+                run_id=run_id,
+                status=meta.status if meta else "unknown",
+                episodes=r["episodes"],
+                steps=r["steps"],
+                success_validator=r["ok"] / r["episodes"] if r["episodes"] else 0.0,
+                success_oracle=r["oracle_ok"] / r["gold"] if r["gold"] else None,
+                llm_backend=(meta.llm_backend if meta and meta.llm_backend else r["backend"]) or "",
+                policy=(meta.policy if meta and meta.policy else r["policy"]) or "",
+                episodes_requested=meta.episodes_requested if meta else r["episodes"],
+                quarantined=len(meta.quarantined) if meta else 0,
+                created_at=meta.created_at if meta else r["created"],
+            ))
+        return sorted(out, key=lambda info: info.created_at)
+
+    def _all_run_meta(self) -> list[RunMeta]:
+        def list_meta() -> list[RunMeta]:
+            fs = self.filesystem
+            selector = pafs.FileSelector(self.location.fs_path(RUNS_DIR), allow_not_found=True)
+            metas = []
+            for info in fs.get_file_info(selector):
+                if info.is_file and info.base_name.endswith(".json"):
+                    with fs.open_input_stream(info.path) as f:
+                        metas.append(RunMeta.from_json(f.read().decode()))
+            return metas
+        return retry_call(list_meta, what="listing runs", where=self.url, policy=self.retry)
+
+    # ---- crash leftovers -----------------------------------------------------------------
+
+    def remove_orphans(self, run_id: str, *, min_age_s: float = 0.0) -> int:
+        """Delete Parquet files in the run's partition that no commit references (a writer died
+        between writing data and committing). Delta readers never see them; plain Parquet globs
+        would. Call only while no other process is committing this run."""
+        check_run_id(run_id)
+
+        def clean() -> int:
+            with self._lock:
+                dt = self._load()
+                part_dir = self.location.fs_path(f"{TABLE_DIR}/{PARTITION}={run_id}")
+                committed = set()
+                if dt is not None:
+                    uris = dt.file_uris(file_pruning_predicate=[(PARTITION, "=", run_id)])
+                    committed = {_uri_to_fs_path(u) for u in uris}
+                fs = self.filesystem
+                removed = 0
+                now = time.time()
+                for info in fs.get_file_info(pafs.FileSelector(part_dir, allow_not_found=True)):
+                    if not info.is_file or not info.base_name.endswith(".parquet") or info.path in committed:
+                        continue
+                    if info.mtime is not None and now - info.mtime.timestamp() < min_age_s:
+                        continue
+                    fs.delete_file(info.path)
+                    removed += 1
+                return removed
+
+        return retry_call(clean, what=f"removing orphaned files of run {run_id}", where=self.url, policy=self.retry)
+
+    # ---- other files (models, manifests) ------------------------------------------------
+
+    @property
+    def filesystem(self) -> pafs.FileSystem:
+        """A pyarrow filesystem for the store; pair it with `fs_path(relative)`."""
+        if self._fs is None:
+            self._fs = self.location.filesystem()
+        return self._fs
+
+    def fs_path(self, relative: str) -> str:
+        return self.location.fs_path(relative)
+
+    def path_for(self, relative: str) -> str:
+        """URL of a path in the store, e.g. path_for("models/policy-v3") -> s3://bucket/prefix/models/policy-v3."""
+        return self.location.join(relative)
+
+    def put_bytes(self, relative: str, data: bytes) -> None:
+        """Write a whole object atomically (S3 PUT; local: temp file + rename)."""
+        path = self.location.fs_path(relative)
+
+        def put() -> None:
+            fs = self.filesystem
+            parent = path.rsplit("/", 1)[0]
+            fs.create_dir(parent, recursive=True)
+            if self.location.is_s3:
+                with fs.open_output_stream(path) as f:
+                    f.write(data)
+                return
+            tmp = f"{parent}/.{Path(path).name}.{uuid.uuid4().hex}.tmp"
+            try:
+                with fs.open_output_stream(tmp) as f:
+                    f.write(data)
+                fs.move(tmp, path)
+            finally:
+                with contextlib.suppress(OSError):
+                    if fs.get_file_info(tmp).type != pafs.FileType.NotFound:
+                        fs.delete_file(tmp)
+
+        retry_call(put, what=f"writing {relative}", where=self.url, policy=self.retry)
+
+    def get_bytes(self, relative: str) -> bytes | None:
+        """The object's bytes, or None when it does not exist."""
+        path = self.location.fs_path(relative)
+
+        def get() -> bytes | None:
+            try:
+                with self.filesystem.open_input_stream(path) as f:
+                    return f.read()
+            except FileNotFoundError:
+                return None
+
+        return retry_call(get, what=f"reading {relative}", where=self.url, policy=self.retry)
+
+    def exists(self, relative: str) -> bool:
+        path = self.location.fs_path(relative)
+        return retry_call(lambda: self.filesystem.get_file_info(path).type != pafs.FileType.NotFound,
+                          what=f"checking {relative}", where=self.url, policy=self.retry)
+
+    def upload_dir(self, local_dir: str | os.PathLike[str], relative: str) -> list[str]:
+        """Copy a local directory into the store (e.g. a trained model) and return the copied paths."""
+        root = Path(local_dir)
+        if not root.is_dir():
+            raise NotADirectoryError(f"{root} is not a directory")
+        copied = []
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            rel = f"{relative.strip('/')}/{path.relative_to(root).as_posix()}"
+            self.put_bytes(rel, path.read_bytes())
+            copied.append(rel)
+        return copied
+
+    def download_dir(self, relative: str, local_dir: str | os.PathLike[str]) -> list[Path]:
+        """Copy a store directory to a local one; raises FileNotFoundError when it is empty or missing."""
+        base = self.location.fs_path(relative)
+
+        def listing() -> list[pafs.FileInfo]:
+            return self.filesystem.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
+
+        infos = [i for i in retry_call(listing, what=f"listing {relative}", where=self.url, policy=self.retry)
+                 if i.is_file]
+        if not infos:
+            raise FileNotFoundError(f"nothing stored under {self.path_for(relative)}")
+        out = []
+        for info in infos:
+            rel = info.path[len(base):].lstrip("/")
+            target = Path(local_dir) / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = self.get_bytes(f"{relative.strip('/')}/{rel}")
+            target.write_bytes(data or b"")
+            out.append(target)
+        return out
+
+    # ---- internals -----------------------------------------------------------------------
+
+    def _load(self) -> Any:
+        """The Delta table brought up to date, or None if nothing was ever committed."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+
+        if self._dt is not None:
+            self._dt.update_incremental()
+            return self._dt
+        try:
+            self._dt = DeltaTable(self.table_uri, storage_options=self._delta_options)
+        except TableNotFoundError:
+            return None
+        return self._dt
+
+    def _committed_ids(self, run_id: str) -> set[str]:
+        """Episode IDs committed in the run; reads only data files it has not seen before."""
+        dt = self._load()
+        if dt is None:
+            self._committed.pop(run_id, None)
+            return set()
+        dataset = dt.to_pyarrow_dataset(file_pruning_predicate=[(PARTITION, "=", run_id)])
+        fragments = list(dataset.get_fragments())
+        paths = {f.path for f in fragments}
+        cache = self._committed.get(run_id)
+        if cache is None or not cache.files <= paths:  # files removed (compaction, deletes): rescan
+            cache = self._committed[run_id] = _CommittedIds()
+        new = [f for f in fragments if f.path not in cache.files]
+        if new:
+            subset = pads.FileSystemDataset(new, dataset.schema, dataset.format, dataset.filesystem)
+            cache.ids.update(subset.to_table(columns=["episode_id"]).column(0).to_pylist())
+            cache.files.update(f.path for f in new)
+        return cache.ids
+
+
+def _check_episodes(run_id: str, episodes: list[EpisodeRecord]) -> list[EpisodeRecord]:
+    """Reject what cannot be stored faithfully; drop repeats of an ID within the batch."""
+    if isinstance(episodes, EpisodeRecord):
+        raise StoreError("write_episodes takes a list of EpisodeRecord, got a single EpisodeRecord")
+    seen: dict[str, EpisodeRecord] = {}
+    for i, ep in enumerate(episodes):
+        if not isinstance(ep, EpisodeRecord):
+            raise StoreError(f"episode #{i} is a {type(ep).__name__}, not an EpisodeRecord")
+        if not ep.episode_id:
+            raise StoreError(f"episode #{i} has an empty episode_id")
+        if ep.run_id != run_id:
+            raise StoreError(f"episode {ep.episode_id} belongs to run {ep.run_id!r}, not {run_id!r}")
+        if not ep.steps:
+            raise StoreError(f"episode {ep.episode_id} has no steps; the store keeps one row per step, "
+                             f"so an episode without steps cannot be stored")
+        seen.setdefault(ep.episode_id, ep)
+    return list(seen.values())
+
+
+def _uri_to_fs_path(uri: str) -> str:
+    for scheme in ("s3://", "s3a://", "file://"):
+        if uri.startswith(scheme):
+            return uri[len(scheme):]
+    return uri
+
+
+def _conform(table: pa.Table, columns: list[str]) -> pa.Table:
+    """Cast to STEP_SCHEMA types; columns a file predates (older schema_version) read as null."""
+    arrays, names = [], []
+    for name in columns:
+        target = STEP_SCHEMA.field(name).type
+        if name in table.column_names:
+            arrays.append(table.column(name).cast(target))
+        else:
+            arrays.append(pa.nulls(table.num_rows, type=target))
+        names.append(name)
+    return pa.Table.from_arrays(arrays, schema=pa.schema([STEP_SCHEMA.field(n) for n in names]))
