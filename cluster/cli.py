@@ -12,6 +12,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="HALO cluster
 # One module per command group; each exposes `register(app: typer.Typer) -> None`.
 COMMAND_MODULES = (
     "cluster.commands.solve",
+    "cluster.commands.serve",
 )
 
 

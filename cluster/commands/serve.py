@@ -1,0 +1,55 @@
+"""`halo serve`: start the Ray Serve decision endpoint for a trained model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def serve(
+        model: str = typer.Option(None, "--model", help="model directory or store URL (s3://) with manifest.json"),
+        host: str = typer.Option(None, help="listen address (default 127.0.0.1)"),
+        port: int = typer.Option(None, help="listen port (default 8000)"),
+        address: str = typer.Option(None, help="join this Ray cluster instead of starting Ray in-process"),
+        config: Path = typer.Option(None, "--config", exists=True, dir_okay=False, help="serve.yaml"),
+        num_cpus: int = typer.Option(2, help="CPUs for the in-process Ray"),
+        runtime: str = typer.Option(None, help="auto | cpu | vllm"),
+        replicas: int = typer.Option(None, "--replicas", help="fixed replica count"),
+    ) -> None:
+        """Serve decisions over HTTP until interrupted (Ctrl-C stops the service)."""
+        import signal
+        import threading
+
+        from serve.config import ConfigError, ServeConfig
+        from serve.launcher import start_service, stop_service
+        from serve.model_source import ModelSourceError
+        from train.manifest import ManifestError
+
+        try:
+            cfg = ServeConfig.load(config, model=model, host=host, port=port, runtime=runtime, num_replicas=replicas)
+            if not cfg.model:
+                raise ConfigError("no model: pass --model or set `model:` in the config")
+            service = start_service(cfg, address=address, num_cpus=num_cpus)
+        except (ConfigError, ManifestError, ModelSourceError) as exc:
+            typer.echo(f"halo serve: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        import httpx
+
+        ready = httpx.get(f"{service.url}/readyz", timeout=10).json()
+        typer.echo(f"serving {ready['name']} version {ready['version']} ({ready['policy_class']}, "
+                   f"runtime {ready['runtime']}) at {service.url}")
+        typer.echo(f"  POST {service.url}/v1/decide   docs: {service.url}/docs   metrics: {service.url}/metrics")
+        if cfg.effective_api_keys():
+            typer.echo("  API keys required (Authorization: Bearer KEY)")
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        try:
+            while not stop.wait(0.5):
+                pass
+        finally:
+            typer.echo("stopping the decision service")
+            stop_service(service)
