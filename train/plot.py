@@ -1,0 +1,37 @@
+"""The training-curve plot written next to every LLM artifact (curves.png)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def plot_curves(history: dict[str, list[dict[str, Any]]], path: str | Path, title: str = "") -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = history.get("steps", [])
+    epochs = history.get("epochs", [])
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4))
+    if steps:
+        ax_loss.plot([s["step"] for s in steps], [s["loss"] for s in steps], label="train loss (per step)", alpha=0.7)
+    val = [e for e in epochs if "val_loss" in e]
+    if val:
+        ax_loss.plot([e["global_step"] for e in val], [e["val_loss"] for e in val], "o-", label="validation loss")
+        ax_acc.plot([e["global_step"] for e in val], [e["val_accuracy"] for e in val], "o-", color="tab:green",
+                    label="validation agent accuracy")
+    ax_loss.set_xlabel("optimizer step")
+    ax_loss.set_ylabel("cross-entropy on the label token")
+    ax_loss.legend()
+    ax_acc.set_xlabel("optimizer step")
+    ax_acc.set_ylabel("accuracy")
+    ax_acc.set_ylim(0, 1)
+    ax_acc.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
