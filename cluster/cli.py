@@ -13,6 +13,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="HALO cluster
 COMMAND_MODULES = (
     "cluster.commands.solve",
     "cluster.commands.serve",
+    "cluster.commands.episode",
+    "cluster.commands.report",
 )
 
 

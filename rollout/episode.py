@@ -69,9 +69,14 @@ async def _validate(domain: str, problem: str, plan: str, limits: solvers.Limits
     return await asyncio.to_thread(solvers.validate, domain, problem, plan, limits=limits)
 
 
-async def _evaluate(state: EpisodeState, outcome_plan: str, pddl_changed: bool, planner: str,
+async def evaluate(state: EpisodeState, outcome_plan: str, pddl_changed: bool, planner: str,
                     limits: solvers.Limits) -> _Evaluation:
-    """Run the real solvers on the new artefacts. Solver exceptions become solver_crash."""
+    """Run the real solvers on a step's new artefacts (as the loop does after an agent).
+
+    An agent-supplied plan is validated; changed PDDL is planned and the plan validated; when
+    the planner fails, the validator's diagnostics on the previous plan (parse errors, type
+    mismatches, failing steps) are kept too. Solver exceptions become solver_crash.
+    """
     try:
         return await _evaluate_inner(state, outcome_plan, pddl_changed, planner, limits)
     except Exception as exc:  # noqa: BLE001  (a solver wrapper bug must not end the episode)
@@ -176,7 +181,7 @@ async def _run_loop(task: Task, policy: Policy, config: EpisodeConfig, record: E
         draft = sim.draft()
         state.domain, state.problem = draft.domain, draft.problem
         if draft.domain:
-            ev = await _evaluate(state, draft.plan, not draft.plan, task.target_planner, config.limits)
+            ev = await evaluate(state, draft.plan, not draft.plan, task.target_planner, config.limits)
             _apply_evaluation(state, ev)
             record.solver_cpu_s += ev.solver_cpu_s
 
@@ -199,7 +204,7 @@ async def _run_loop(task: Task, policy: Policy, config: EpisodeConfig, record: E
             if outcome.proposed_solution:
                 next_state.proposed_solution = outcome.proposed_solution
             if outcome.plan or pddl_changed:
-                ev = await _evaluate(next_state, outcome.plan, pddl_changed, task.target_planner, config.limits)
+                ev = await evaluate(next_state, outcome.plan, pddl_changed, task.target_planner, config.limits)
                 _apply_evaluation(next_state, ev)
                 record.solver_cpu_s += ev.solver_cpu_s
         record.solver_cpu_s += outcome.solver_cpu_s

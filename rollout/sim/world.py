@@ -34,6 +34,12 @@ class SimConfig:
     idle_fault_prob: float = 0.3  # an agent with nothing in its area to fix breaks something instead
     side_effect_prob: float = 0.08  # a repairing call also breaks something
     fault_count_weights: tuple[float, ...] = (0.05, 0.45, 0.35, 0.15)  # P(0, 1, 2, 3 PDDL faults)
+    # relative odds of each PDDL fault class in a draft (classes that do not apply are skipped)
+    class_weights: dict[str, float] = field(default_factory=lambda: {
+        "syntax_domain": 1.0, "syntax_problem": 0.7, "unsupported_requirement": 0.6,
+        "hallucinated_predicate": 1.0, "missing_init_fact": 1.2, "wrong_goal": 0.8,
+        "broken_type_hierarchy": 1.0, "narrow_predicate_type": 1.0, "wrong_argument_type": 1.0,
+        "missing_delete_effect": 0.4})
     plan_fault_prob: float = 0.6  # the drafted plan carries one plan fault
     empty_start_prob: float = 0.15  # the loop starts from an empty domain (the rules call agent 2)
     no_draft_plan_prob: float = 0.25  # the draft has PDDL only; the loop calls the planner first
@@ -78,10 +84,9 @@ class SimWorld:
         n = self.rng.choices(range(len(weights)), weights=weights)[0]
         out: list[Fault] = []
         kinds = list(PDDL_FAULTS)
-        self.rng.shuffle(kinds)
-        for kind in kinds:
-            if len(out) >= n:
-                break
+        while kinds and len(out) < n:
+            kind = self.rng.choices(kinds, weights=[self.config.class_weights.get(k, 1.0) for k in kinds])[0]
+            kinds.remove(kind)
             fault = self._make_fault(kind)
             if fault is not None:
                 out.append(fault)

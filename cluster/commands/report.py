@@ -1,0 +1,62 @@
+"""`halo report`: oracle/validator success, steps, LLM calls and cost per policy on a task set."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def report(
+        tasks: str = typer.Option("planbench:blocksworld:100", "--tasks", help="task spec"),
+        policy: str = typer.Option("random,scripted,rules+scripted", "--policy",
+                                   help="comma-separated policy specs"),
+        llm: str = typer.Option("sim", "--llm", help="sim (the simulated agent world)"),
+        seed: int = typer.Option(0, "--seed"),
+        episodes: int = typer.Option(1, "--episodes", min=1, help="episodes per task (seeds seed, seed+1, ...)"),
+        max_steps: int = typer.Option(10, "--max-steps"),
+        concurrency: int = typer.Option(8, "--concurrency", min=1, help="episodes in flight at once"),
+        markdown: bool = typer.Option(False, "--markdown", help="print a Markdown table"),
+    ) -> None:
+        """Run every policy on the same tasks and seeds; print the comparison table."""
+        import asyncio
+        import time
+
+        from rollout.episode import EpisodeConfig, run_episodes
+        from rollout.policies import PolicySpecError, make_policy
+        from rollout.report import HEADERS, format_markdown, summarize, summary_row
+        from rollout.tasks import TaskSpecError, load_tasks
+
+        if llm != "sim":
+            raise typer.BadParameter("only --llm sim is available here", param_hint="--llm")
+        try:
+            task_list = load_tasks(tasks)
+            specs = [s.strip() for s in policy.split(",") if s.strip()]
+            policies = {spec: make_policy(spec, seed=seed) for spec in specs}
+        except (TaskSpecError, PolicySpecError) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        if not task_list:
+            typer.echo("error: the task spec matched no tasks", err=True)
+            raise typer.Exit(2)
+        summaries = []
+        for spec, pol in policies.items():
+            t0 = time.monotonic()
+            records = []
+            for k in range(episodes):
+                config = EpisodeConfig(max_steps=max_steps, seed=seed + k, llm_backend=llm, run_id="report")
+                records += asyncio.run(run_episodes(task_list, pol, config, concurrency=concurrency))
+            summaries.append(summarize(spec, records))
+            typer.echo(f"  {spec}: {len(records)} episodes in {time.monotonic() - t0:.1f}s", err=True)
+        typer.echo(f"SIMULATED agent world (llm_backend={llm}) - not real-LLM results. tasks: {tasks} "
+                   f"({len(task_list)}), seed {seed}, episodes/task {episodes}, max steps {max_steps}")
+        if markdown:
+            typer.echo(format_markdown(summaries))
+            return
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(*HEADERS)
+        for s in summaries:
+            table.add_row(*summary_row(s))
+        Console(width=160).print(table)

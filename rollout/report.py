@@ -1,0 +1,67 @@
+"""Per-policy summaries of episodes: the columns of DESIGN.md's published comparison."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rollout.agent_table import NATURAL_LANGUAGE_ID
+from rollout.trajectory import EpisodeRecord
+
+
+@dataclass(frozen=True)
+class PolicySummary:
+    policy: str
+    llm_backend: str
+    episodes: int
+    oracle_success: float | None  # None when no episode had a gold answer
+    validator_success: float
+    avg_steps: float  # refinement steps, without the final natural-language rendering
+    llm_calls_per_episode: float
+    cost_per_task_usd: float
+    rule_decision_share: float
+    errors: int
+
+
+def refinement_steps(record: EpisodeRecord) -> int:
+    steps = record.steps
+    if steps and steps[-1].agent_id == NATURAL_LANGUAGE_ID and steps[-1].is_hardcoded:
+        return len(steps) - 1
+    return len(steps)
+
+
+def summarize(policy: str, records: list[EpisodeRecord]) -> PolicySummary:
+    if not records:
+        raise ValueError(f"no episodes for policy {policy!r}")
+    n = len(records)
+    graded = [r.success_oracle for r in records if r.success_oracle is not None]
+    decisions = [s for r in records for s in r.steps[:refinement_steps(r)]]
+    backends = sorted({r.llm_backend for r in records})
+    return PolicySummary(
+        policy=policy,
+        llm_backend=",".join(backends),
+        episodes=n,
+        oracle_success=sum(graded) / len(graded) if graded else None,
+        validator_success=sum(r.success_validator for r in records) / n,
+        avg_steps=sum(refinement_steps(r) for r in records) / n,
+        llm_calls_per_episode=sum(r.total_llm_calls for r in records) / n,
+        cost_per_task_usd=sum(r.total_cost_usd for r in records) / n,
+        rule_decision_share=sum(s.is_hardcoded for s in decisions) / len(decisions) if decisions else 0.0,
+        errors=sum(bool(r.error) for r in records),
+    )
+
+
+HEADERS = ("policy", "backend", "episodes", "oracle success", "validator success", "avg steps",
+           "LLM calls/episode", "cost/task", "rule decisions", "errors")
+
+
+def summary_row(s: PolicySummary) -> tuple[str, ...]:
+    oracle = "n/a" if s.oracle_success is None else f"{100 * s.oracle_success:.1f}%"
+    return (s.policy, s.llm_backend, str(s.episodes), oracle, f"{100 * s.validator_success:.1f}%",
+            f"{s.avg_steps:.2f}", f"{s.llm_calls_per_episode:.2f}", f"${s.cost_per_task_usd:.4f}",
+            f"{100 * s.rule_decision_share:.0f}%", str(s.errors))
+
+
+def format_markdown(summaries: list[PolicySummary]) -> str:
+    lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    lines += ["| " + " | ".join(summary_row(s)) + " |" for s in summaries]
+    return "\n".join(lines)

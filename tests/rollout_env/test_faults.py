@@ -1,0 +1,121 @@
+"""Every fault class: the real symptom it produces in the real planner/validator, and the agent
+that repairs it (simulated LLM agents for PDDL faults, the real deterministic agents for plans)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+from rollout_env_helpers import context, evaluated_state, world_with
+
+from rollout.agents.base import make_agent
+from rollout.oracle import check_plan
+from rollout.sim import CATALOG, PDDL_FAULTS, PLAN_FAULTS, Fault
+from rollout.sim.faults import corrupt_plan
+from rollout.state import EpisodeState
+from rollout.tasks import load_tasks
+
+BW2 = "planbench/blocksworld/instance-2"  # gold plan: (unstack d c) (put-down d) (pick-up c) (stack c a)
+DEPOTS = "planbench/depots/instance-2"
+
+# fault -> (task, explicit params, use the drafted gold plan?, check on the symptom state)
+PDDL_CASES = {
+    "syntax_domain": (BW2, {"style": "drop_paren", "where": 0.5}, True,
+                      lambda s: s.error_category == "parse_error_domain" and "[parse." in s.validator_errors),
+    "syntax_problem": (BW2, {"style": "bad_keyword", "where": 0.0}, True,
+                       lambda s: s.error_category == "parse_error_problem" and "[parse." in s.validator_errors),
+    "unsupported_requirement": (BW2, {"action": "pick-up", "fluent": "energy"}, False,
+                                lambda s: s.error_category == "unsupported_requirement" and not s.plan_found),
+    "hallucinated_predicate": (BW2, {"action": "pick-up", "predicate": "arm-ready"}, True,
+                               lambda s: "[validate.precondition_failed]" in s.validator_errors
+                               and "(arm-ready) is false" in s.validator_errors),
+    "missing_init_fact": (BW2, {"fact": ["clear", "d"]}, True,
+                          lambda s: "(clear d) is false" in s.validator_errors),
+    "wrong_goal": (BW2, {"index": 0}, True, lambda s: "[validate.goal_not_reached]" in s.validator_errors),
+    "broken_type_hierarchy": (DEPOTS, {"parent": "surface"}, True,
+                              lambda s: "[semantic.type_mismatch]" in s.validator_errors),
+    "narrow_predicate_type": (DEPOTS, {"predicate": "on", "arg": 1, "narrow_to": "pallet"}, True,
+                              lambda s: "[semantic.type_mismatch]" in s.validator_errors),
+    "wrong_argument_type": (DEPOTS, {"action": "drive", "arg": 1, "narrow_to": "depot"}, True,
+                            lambda s: "[validate.type_mismatch]" in s.validator_errors),
+}
+
+
+def test_catalog_has_at_least_ten_classes_each_with_a_repairer() -> None:
+    assert len(CATALOG) >= 10
+    assert set(PDDL_FAULTS) | set(PLAN_FAULTS) == set(CATALOG)
+    assert all(fc.repaired_by for fc in CATALOG.values())
+
+
+@pytest.mark.parametrize("kind", sorted(PDDL_CASES))
+def test_pddl_fault_symptom_and_repair(kind: str, tasks) -> None:
+    task_id, params, with_plan, symptom = PDDL_CASES[kind]
+    task = tasks[task_id]
+    world = world_with(task, [Fault(kind, params)])
+    domain, problem = world.render()
+    state = evaluated_state(task, domain, problem, task.gold_plan if with_plan else "")
+    assert not state.plan_valid
+    assert symptom(state), (state.error_category, state.validator_errors, state.planner_log[-300:])
+
+    repairer = CATALOG[kind].repaired_by[0]
+    outcome = asyncio.run(make_agent(repairer).apply(state, context(task, world)))
+    assert outcome.ok and outcome.llm_calls == 1 and outcome.tokens_in > 0 and outcome.cost_usd > 0
+    assert world.active_fault_kinds() == []
+    after = evaluated_state(task, outcome.domain, outcome.problem, "")
+    assert after.plan_valid, (after.error_category, after.validator_errors)
+    assert check_plan(task, after.plan).correct
+
+
+def test_missing_delete_effect_is_a_silent_bookkeeping_shortcut(tasks) -> None:
+    """The validator accepts the planner's plan, but it cheats: not oracle-correct. Agent 5 fixes it."""
+    task = load_tasks("planbench:blocksworld:3")[2]  # instance-4
+    world = world_with(task, [Fault("missing_delete_effect", {"action": "pick-up", "effect": ["not", ["handempty"]]})])
+    domain, problem = world.render()
+    state = evaluated_state(task, domain, problem, "")
+    assert state.plan_valid
+    assert check_plan(task, state.plan).correct is False
+    outcome = asyncio.run(make_agent(5).apply(state, context(task, world)))
+    after = evaluated_state(task, outcome.domain, outcome.problem, "")
+    assert after.plan_valid and check_plan(task, after.plan).correct
+
+
+# plan fault -> the symptom diagnostic(s) it may produce
+PLAN_CASES = {
+    "swapped_args": ("[validate.precondition_failed]",),
+    "misordered_steps": ("[validate.precondition_failed]",),
+    "duplicated_step": ("[validate.precondition_failed]",),
+    "missing_steps": ("[validate.precondition_failed]", "[validate.goal_not_reached]"),
+    "trailing_steps": ("[validate.goal_not_reached]",),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PLAN_CASES))
+def test_plan_fault_symptom_and_deterministic_repair(kind: str, tasks) -> None:
+    task = tasks["planbench/blocksworld/instance-3"]
+    steps = task.gold_plan.splitlines()
+    bad = corrupt_plan(steps, kind, random.Random(1))
+    assert bad is not None and bad != steps
+    state = evaluated_state(task, task.gold_domain, task.gold_problem, "\n".join(bad) + "\n")
+    assert not state.plan_valid and state.error_category == "plan_invalid"
+    assert any(code in state.validator_errors for code in PLAN_CASES[kind]), state.validator_errors
+
+    repairer = CATALOG[kind].repaired_by[0]
+    outcome = asyncio.run(make_agent(repairer).apply(state, context(task)))
+    assert outcome.ok, outcome.message
+    assert outcome.llm_calls == 0
+    after = evaluated_state(task, state.domain, state.problem, outcome.plan)
+    assert after.plan_valid, after.validator_errors
+    assert check_plan(task, outcome.plan).correct
+
+
+def test_wrong_agent_wastes_the_step_or_breaks_something(tasks) -> None:
+    """A mis-chosen LLM agent costs a call and does not fix the fault it does not target."""
+    task = tasks[BW2]
+    world = world_with(task, [Fault("missing_init_fact", {"fact": ["clear", "d"]})])
+    domain, problem = world.render()
+    state = EpisodeState(task_description=task.description, domain=domain, problem=problem)
+    outcome = asyncio.run(make_agent(9).apply(state, context(task, world)))
+    assert outcome.llm_calls == 1 and outcome.cost_usd > 0
+    assert world.active_fault_kinds() == ["missing_init_fact"]
+    assert (outcome.domain, outcome.problem) == (domain, problem)
