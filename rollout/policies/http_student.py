@@ -44,6 +44,7 @@ class StudentHTTPPolicy(Policy):
         self.version = "unknown"  # set from the service's answers
         self._client: httpx.Client | None = None
         self._aclient: httpx.AsyncClient | None = None
+        self._aloop: asyncio.AbstractEventLoop | None = None
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -53,8 +54,11 @@ class StudentHTTPPolicy(Policy):
         return self._client
 
     def _async_client(self) -> httpx.AsyncClient:
-        if self._aclient is None:
+        # An AsyncClient belongs to the event loop it was created in; rollouts may use several loops.
+        loop = asyncio.get_running_loop()
+        if self._aclient is None or self._aloop is not loop:
             self._aclient = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, timeout=self.timeout)
+            self._aloop = loop
         return self._aclient
 
     def _delay(self, attempt: int, response: httpx.Response | None) -> float:
@@ -125,14 +129,18 @@ class StudentHTTPPolicy(Policy):
         if self._client is not None:
             self._client.close()
             self._client = None
-        if self._aclient is not None:
-            aclient, self._aclient = self._aclient, None
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                asyncio.run(aclient.aclose())
-            else:
-                loop.create_task(aclient.aclose())
+        aclient, loop = self._aclient, self._aloop
+        self._aclient = self._aloop = None
+        if aclient is None or loop is None or loop.is_closed():
+            return  # its loop is gone, and its connections with it
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            loop.create_task(aclient.aclose())
+        elif not loop.is_running():
+            loop.run_until_complete(aclient.aclose())
 
 
 def _stamp(decision: Decision, t0: float) -> Decision:

@@ -1,0 +1,93 @@
+"""One real Ray (in-process, 2 CPUs) + Serve on 127.0.0.1 shared by all serving tests, with two
+applications: `main` (2 replicas, API keys, feedback store) and `tight` (1 replica, tiny queues)."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from synthetic import MAP_V1, MAP_V2, train_version  # noqa: E402
+
+API_KEY = "test-key-0123456789"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Models:
+    v1: Path
+    v2: Path
+    bad: Path
+
+
+@dataclass
+class Cluster:
+    port: int
+    main: object  # serve.launcher.RunningService
+    tight: object
+    models: Models
+    store: Path
+
+    @property
+    def url(self) -> str:
+        return self.main.url  # type: ignore[attr-defined]
+
+    @property
+    def tight_url(self) -> str:
+        return self.tight.url  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def models(tmp_path_factory) -> Models:
+    root = tmp_path_factory.mktemp("models")
+    train_version(root / "v1", MAP_V1, "v1")
+    train_version(root / "v2", MAP_V2, "v2", seed=1)
+    bad = root / "bad"
+    train_version(bad, MAP_V1, "v3-bad")
+    manifest = (bad / "manifest.json").read_text().replace('"20": "20"', '"20": "19"')  # duplicate label
+    (bad / "manifest.json").write_text(manifest)
+    return Models(root / "v1", root / "v2", bad)
+
+
+@pytest.fixture(scope="session")
+def cluster(models, tmp_path_factory) -> Iterator[Cluster]:
+    import ray
+    from ray import serve
+
+    from serve.config import ServeConfig
+    from serve.launcher import start_service, stop_service
+
+    port = free_port()
+    store = tmp_path_factory.mktemp("store")
+    main_cfg = ServeConfig(model=str(models.v1), port=port, app_name="main", route_prefix="/", num_replicas=2,
+                           replica_num_cpus=0, api_keys=[API_KEY], max_body_bytes=64_000,
+                           feedback_store=str(store), registry_name="reg-main", sync_interval_s=0.2,
+                           max_ongoing_requests=16, max_queued_requests=64)
+    tight_cfg = ServeConfig(model=str(models.v1), port=port, app_name="tight", route_prefix="/tight",
+                            num_replicas=1, replica_num_cpus=0, registry_name="reg-tight",
+                            max_ongoing_requests=1, max_queued_requests=1, retry_after_s=2,
+                            max_batch_states=256, max_body_bytes=4_000_000)
+    main = start_service(main_cfg, num_cpus=2)
+    try:
+        tight = start_service(tight_cfg)
+        yield Cluster(port, main, tight, models, store)
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+        _ = stop_service  # services die with Serve; stop_service is exercised by `halo serve`
+
+
+@pytest.fixture(scope="session")
+def auth() -> dict[str, str]:
+    return {"Authorization": f"Bearer {API_KEY}"}
