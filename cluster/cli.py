@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "cluster.commands.serve",
     "cluster.commands.episode",
     "cluster.commands.report",
+    "cluster.commands.rollout",
 )
 
 

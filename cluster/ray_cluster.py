@@ -1,0 +1,70 @@
+"""Start Ray in-process (sized to the machine, lean) or join an existing cluster.
+
+The dashboard costs about 1 GB of memory on a small machine, so it is off unless asked for;
+the object store is capped (episodes are small) so an idle local cluster stays light.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+DEFAULT_OBJECT_STORE_MB = 512
+
+
+@dataclass(frozen=True)
+class RayHandle:
+    address: str
+    cpus: int
+    started_here: bool  # True: this process started a local cluster and shuts it down
+    dashboard_url: str | None = None
+
+
+def machine_cpus() -> int:
+    """CPUs this process may use (cgroup/affinity aware where the OS tells)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def start_or_join(address: str | None = None, *, num_cpus: int | None = None, dashboard: bool = False,
+                  object_store_mb: int | None = DEFAULT_OBJECT_STORE_MB, quiet: bool = True) -> RayHandle:
+    """`address` (or RAY_ADDRESS) joins a running cluster; otherwise a local one starts in-process."""
+    import ray
+
+    if ray.is_initialized():
+        ctx = ray.get_runtime_context()
+        return RayHandle(ctx.gcs_address, int(ray.cluster_resources().get("CPU", 0)), started_here=False)
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address:
+        info = ray.init(address=address, log_to_driver=not quiet, configure_logging=not quiet)
+        return RayHandle(info.address_info.get("gcs_address", address), int(ray.cluster_resources().get("CPU", 0)),
+                         started_here=False, dashboard_url=info.dashboard_url or None)
+    cpus = num_cpus or machine_cpus()
+    kwargs: dict[str, object] = {"num_cpus": cpus, "include_dashboard": dashboard, "log_to_driver": not quiet}
+    if object_store_mb:
+        kwargs["object_store_memory"] = object_store_mb * 1024 * 1024
+    info = ray.init(**kwargs)
+    return RayHandle(info.address_info.get("gcs_address", ""), cpus, started_here=True,
+                     dashboard_url=info.dashboard_url or None)
+
+
+def shutdown(handle: RayHandle) -> None:
+    import ray
+
+    if handle.started_here and ray.is_initialized():
+        ray.shutdown()
+
+
+def local_cluster_rss_mb() -> float:
+    """Resident memory of the Ray processes this driver started (GCS, raylet, workers), in MB."""
+    import psutil
+
+    total = 0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            total += child.memory_info().rss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return total / (1024 * 1024)

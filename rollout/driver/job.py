@@ -1,0 +1,435 @@
+"""The rollout job: a pool of Ray actors runs episodes; one committer lands them in the store.
+
+Fault handling:
+- an actor that dies (SIGKILL, OOM, a segfaulting solver) has its in-flight episodes re-queued
+  as *suspects*; a suspect runs alone on a worker, so a death during it is attributed exactly;
+- a task whose episodes kill their worker or raise `max_attempts` times is quarantined: its
+  remaining episodes are dropped, its last error recorded in the run metadata, the job goes on;
+- a storage outage past the store's retry budget stops the job (status "failed"); committed
+  episodes stay, and re-running the same run ID resumes (committed episode IDs are skipped);
+- Ctrl-C stops dispatching, commits what finished, marks the run "interrupted".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from rollout.driver.aimd import AIMDWindow
+from rollout.driver.committer import Committer
+from rollout.driver.plan import EpisodeSpec, default_run_id, plan_episodes
+from rollout.driver.progress import ProgressDisplay, ProgressStats
+from rollout.driver.worker import EpisodeFn, RolloutWorker, WorkerResult, WorkerSetup, parse_llm_spec
+from rollout.store import QuarantinedTask, RetryPolicy, RunMeta, StoreUnavailable, TrajectoryStore, check_run_id
+from rollout.trajectory import EpisodeRecord
+
+log = logging.getLogger(__name__)
+
+IDENTITY_KEYS = ("tasks", "policy", "llm", "seed", "max_steps")
+
+
+@dataclass
+class RolloutConfig:
+    store_url: str = "./halo-data"
+    tasks: str = "planbench:all"
+    policy: str = "rules+scripted"
+    llm: str = "sim"
+    episodes: int = 200
+    replicas: int | None = None  # default: the cluster's CPUs // cpus_per_worker
+    cpus_per_worker: int = 1
+    run_id: str | None = None  # default: derived from the arguments, so the same command resumes
+    seed: int = 0
+    max_steps: int = 10
+    max_attempts: int = 3  # crashes of one task before it is quarantined
+    initial_window: int | None = None  # episodes in flight per worker at start (default 2 x its CPUs)
+    max_window: int = 64
+    storage_options: dict[str, str] | None = None
+    store_retry_budget_s: float = 60.0
+    commit_max_age_s: float = 2.0
+    solver_timeout_s: float | None = None
+    max_worker_restarts: int | None = None  # default: 4 x replicas + 4
+    progress: bool = True
+    code_version: str = ""
+    episode_fn: EpisodeFn | None = None  # a different episode function (benchmarks, fault tests)
+
+    def identity(self) -> dict[str, Any]:
+        return {"tasks": self.tasks, "policy": self.policy, "llm": self.llm, "seed": self.seed,
+                "max_steps": self.max_steps}
+
+
+@dataclass
+class RolloutSummary:
+    run_id: str
+    status: str  # completed | interrupted | failed
+    store_url: str
+    requested: int
+    resumed: int  # already committed before this session
+    committed: int  # newly committed in this session
+    succeeded: int  # validator-accepted among the episodes finished in this session
+    dropped: int
+    quarantined: list[QuarantinedTask]
+    errors: dict[str, int]
+    wall_s: float
+    workers: int
+    cpus_used: int
+    solver_cpu_s: float
+    peak_rss_mb: float
+    worker_restarts: int
+    commits: int
+    commit_s: float
+    rows_committed: int
+    message: str = ""
+
+    @property
+    def episodes_per_s(self) -> float:
+        return self.committed / self.wall_s if self.wall_s > 0 else 0.0
+
+
+@dataclass
+class _Slot:
+    index: int
+    actor: Any
+    window: AIMDWindow
+    in_flight: int = 0
+    solo: bool = False  # running one suspect episode alone
+    dead: bool = False
+
+
+@dataclass
+class _TaskFaults:
+    strikes: int = 0
+    last_error: str = ""
+    quarantined: bool = False
+
+
+@dataclass
+class _State:
+    pending: deque[EpisodeSpec] = field(default_factory=deque)
+    suspects: deque[EpisodeSpec] = field(default_factory=deque)
+    in_flight: dict[Any, tuple[EpisodeSpec, _Slot]] = field(default_factory=dict)
+
+
+class RolloutJob:
+    def __init__(self, config: RolloutConfig, *, store: TrajectoryStore | None = None) -> None:
+        from rollout.policies import make_policy
+        from rollout.tasks import load_tasks
+
+        self.config = config
+        parse_llm_spec(config.llm)
+        make_policy(config.policy, seed=config.seed).close()  # a bad spec fails here, not in every actor
+        if config.cpus_per_worker < 1:
+            raise ValueError(f"cpus_per_worker must be at least 1, got {config.cpus_per_worker}")
+        if config.replicas is not None and config.replicas < 1:
+            raise ValueError(f"--replicas must be at least 1, got {config.replicas}")
+        self.tasks = load_tasks(config.tasks)
+        self.run_id = check_run_id(config.run_id or default_run_id(config.identity()))
+        self.specs = plan_episodes(self.tasks, config.episodes, self.run_id, config.seed)
+        self.store = store or TrajectoryStore(config.store_url, storage_options=config.storage_options,
+                                              retry=RetryPolicy(budget_s=config.store_retry_budget_s))
+        self.stats = ProgressStats(total=len(self.specs))
+        self.slots: list[_Slot] = []
+        self.worker_restarts = 0
+        self.peak_rss_mb = 0.0
+        self.solver_cpu_s = 0.0
+        self._stop_reason = ""
+        self.faults: dict[str, _TaskFaults] = {}
+
+    # ---- public --------------------------------------------------------------------------
+
+    def run(self) -> RolloutSummary:
+        t0 = time.monotonic()
+        meta = self._start_meta()
+        committed = self.store.episode_ids(self.run_id)
+        self.store.remove_orphans(self.run_id)
+        todo = [s for s in self.specs if s.episode_id not in committed]
+        self.stats.resumed = len(self.specs) - len(todo)
+        state = _State(pending=deque(todo))
+        committer = Committer(self.store, self.run_id, max_age_s=self.config.commit_max_age_s).start()
+        status, message = "completed", ""
+        display = ProgressDisplay(self.stats, f"halo rollout {self.run_id}", enabled=self.config.progress)
+        try:
+            with display:
+                if todo:
+                    self._start_workers(len(todo))
+                    status, message = self._loop(state, committer, display)
+        except KeyboardInterrupt:
+            status, message = "interrupted", "stopped by Ctrl-C; re-run the same command to resume"
+        finally:
+            self._stop_workers()
+            committer.close()
+            self.stats.committed = committer.committed
+        if committer.failure is not None:
+            status = "failed"
+            message = str(committer.failure)
+        summary = self._summary(meta, committer, status, message, time.monotonic() - t0, state)
+        self._finish_meta(meta, summary)
+        return summary
+
+    def worker_pids(self) -> list[int]:
+        import ray
+
+        return ray.get([s.actor.pid.remote() for s in self.slots if not s.dead])
+
+    # ---- the loop ------------------------------------------------------------------------
+
+    def _loop(self, state: _State, committer: Committer, display: ProgressDisplay) -> tuple[str, str]:
+        import ray
+
+        last_meta = time.monotonic()
+        while state.pending or state.suspects or state.in_flight:
+            if committer.failure is not None:
+                return "failed", str(committer.failure)
+            if self._stop_reason:
+                return "failed", self._stop_reason
+            self._dispatch(state)
+            refs = list(state.in_flight)
+            if not refs:
+                if state.pending or state.suspects:
+                    continue
+                break
+            ready, rest = ray.wait(refs, num_returns=1, timeout=0.25)
+            if ready and rest:
+                more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+                ready += more
+            for ref in ready:
+                if ref in state.in_flight:
+                    self._collect(ref, state, committer)
+            self.stats.in_flight = len(state.in_flight)
+            self.stats.window = sum(s.window.size for s in self.slots if not s.dead)
+            self.stats.committed = committer.committed
+            display.refresh()
+            if time.monotonic() - last_meta > 15:
+                last_meta = time.monotonic()
+                self._progress_meta(state)
+        return "completed", ""
+
+    def _dispatch(self, state: _State) -> None:
+        for slot in self.slots:
+            if slot.dead or slot.solo:
+                continue
+            if state.suspects and slot.in_flight == 0:
+                spec = self._next(state.suspects)
+                if spec is not None:
+                    slot.solo = True
+                    self._send(spec, slot, state)
+                continue
+            while state.pending and slot.in_flight < slot.window.size:
+                spec = self._next(state.pending)
+                if spec is None:
+                    break
+                self._send(spec, slot, state)
+
+    def _next(self, queue: deque[EpisodeSpec]) -> EpisodeSpec | None:
+        while queue:
+            spec = queue.popleft()
+            if self._quarantined(spec.task_id):
+                self.stats.dropped += 1
+                continue
+            return spec
+        return None
+
+    def _send(self, spec: EpisodeSpec, slot: _Slot, state: _State) -> None:
+        ref = slot.actor.run.remote(spec)
+        state.in_flight[ref] = (spec, slot)
+        slot.in_flight += 1
+
+    def _collect(self, ref: Any, state: _State, committer: Committer) -> None:
+        import ray
+        from ray.exceptions import RayActorError, RayTaskError
+
+        spec, slot = state.in_flight[ref]
+        try:
+            result: WorkerResult = ray.get(ref)
+        except RayTaskError as exc:
+            self._release(ref, state)
+            self._strike(spec, f"worker call failed: {exc}"[-3000:], state, requeue=state.pending)
+            return
+        except (RayActorError, ray.exceptions.RayError):
+            self._worker_died(slot, state)
+            return
+        self._release(ref, state)
+        self.peak_rss_mb = max(self.peak_rss_mb, result.peak_rss_mb)
+        record = result.record
+        if record is None or (record.error and not record.steps):
+            kind = "episode_exception" if record is None else "episode_error"
+            self.stats.errors[kind] += 1
+            slot.window.on_result(ok=False)
+            error = result.error if record is None else record.error
+            self._strike(spec, error, state, requeue=state.pending)
+            return
+        slot.window.on_result(ok=not record.error, llm_latency_ms=result.llm_latency_ms,
+                              solver_wait_s=result.solver_wait_s, solver_run_s=result.solver_run_s)
+        self._accept(record, committer)
+
+    def _release(self, ref: Any, state: _State) -> None:
+        _, slot = state.in_flight.pop(ref)
+        slot.in_flight -= 1
+        if slot.solo and slot.in_flight == 0:
+            slot.solo = False
+
+    def _accept(self, record: EpisodeRecord, committer: Committer) -> None:
+        committer.submit(record)
+        s = self.stats
+        s.done += 1
+        s.succeeded += bool(record.success_validator)
+        if record.success_oracle is not None:
+            s.oracle_graded += 1
+            s.oracle_ok += bool(record.success_oracle)
+        if record.error:
+            s.errors["episode_error"] += 1
+        elif not record.success_validator:
+            last = record.steps[-1].error_category if record.steps else ""
+            s.errors[f"unsolved:{last or 'budget'}"] += 1
+        self.solver_cpu_s += record.solver_cpu_s
+
+    def _worker_died(self, slot: _Slot, state: _State) -> None:
+        if slot.dead:
+            return
+        slot.dead = True
+        self.stats.errors["worker_died"] += 1
+        lost = [(ref, spec) for ref, (spec, s) in state.in_flight.items() if s is slot]
+        for ref, _ in lost:
+            state.in_flight.pop(ref)
+        if len(lost) == 1:  # it ran alone: the death is this episode's doing
+            self._strike(lost[0][1], "the worker process died while running this episode "
+                                     "(killed, out of memory, or crashed)", state, requeue=state.suspects)
+        else:
+            for _, spec in lost:
+                self.stats.retries += 1
+                state.suspects.append(spec)
+        self._replace_worker(slot)
+
+    def _strike(self, spec: EpisodeSpec, error: str, state: _State, *, requeue: deque[EpisodeSpec]) -> None:
+        faults = self.faults.setdefault(spec.task_id, _TaskFaults())
+        faults.strikes += 1
+        faults.last_error = error
+        if faults.strikes >= self.config.max_attempts:
+            if not faults.quarantined:
+                faults.quarantined = True
+                self.stats.quarantined_tasks += 1
+                log.warning("quarantined task %s after %d failures: %s", spec.task_id, faults.strikes,
+                            error.strip().splitlines()[0] if error.strip() else "")
+            self.stats.dropped += 1
+            return
+        self.stats.retries += 1
+        requeue.append(spec)
+
+    def _quarantined(self, task_id: str) -> bool:
+        faults = self.faults.get(task_id)
+        return bool(faults and faults.quarantined)
+
+    # ---- workers -------------------------------------------------------------------------
+
+    def _actor_class(self) -> Any:
+        import ray
+
+        return ray.remote(num_cpus=self.config.cpus_per_worker, max_restarts=0, max_concurrency=1000)(RolloutWorker)
+
+    def _start_workers(self, n_todo: int) -> None:
+        import ray
+
+        if not ray.is_initialized():
+            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        replicas = self.config.replicas or max(1, cpus // self.config.cpus_per_worker)
+        replicas = max(1, min(replicas, n_todo))
+        self._setup_ref = ray.put(WorkerSetup(
+            run_id=self.run_id, tasks=self.tasks, policy_spec=self.config.policy, llm_spec=self.config.llm,
+            max_steps=self.config.max_steps, seed=self.config.seed, cpus=self.config.cpus_per_worker,
+            code_version=self.config.code_version, solver_timeout_s=self.config.solver_timeout_s,
+            episode_fn=self.config.episode_fn))
+        self._cls = self._actor_class()
+        self._max_restarts = (self.config.max_worker_restarts if self.config.max_worker_restarts is not None
+                              else 4 * replicas + 4)
+        self.slots = [self._new_slot(i) for i in range(replicas)]
+        self.stats.workers = replicas
+
+    def _new_slot(self, index: int) -> _Slot:
+        initial = self.config.initial_window or 2 * self.config.cpus_per_worker
+        window = AIMDWindow(limit=float(initial), max_limit=float(self.config.max_window))
+        return _Slot(index, self._cls.remote(self._setup_ref), window)
+
+    def _replace_worker(self, slot: _Slot) -> None:
+        import ray
+
+        ray.kill(slot.actor, no_restart=True)
+        if self.worker_restarts >= self._max_restarts:
+            self._stop_reason = (f"workers died {self.worker_restarts + 1} times; giving up (see the quarantined "
+                                 f"tasks and worker logs). Committed episodes are kept; re-run to resume.")
+            return
+        self.worker_restarts += 1
+        self.slots[slot.index] = self._new_slot(slot.index)
+
+    def _stop_workers(self) -> None:
+        import ray
+
+        for slot in self.slots:
+            if not slot.dead:
+                with contextlib.suppress(Exception):  # already gone
+                    ray.kill(slot.actor, no_restart=True)
+                slot.dead = True
+
+    # ---- run metadata --------------------------------------------------------------------
+
+    def _start_meta(self) -> RunMeta:
+        meta = self.store.read_run_meta(self.run_id)
+        identity = self.config.identity()
+        if meta is not None:
+            before = {k: meta.config.get(k) for k in IDENTITY_KEYS}
+            if before != identity:
+                diff = ", ".join(f"{k}: {before[k]!r} -> {identity[k]!r}" for k in IDENTITY_KEYS
+                                 if before[k] != identity[k])
+                raise ValueError(f"run {self.run_id} already exists in {self.store.url} with other arguments "
+                                 f"({diff}); use another --run-id, or the same arguments to resume it")
+        else:
+            meta = RunMeta(self.run_id)
+        meta.status = "running"
+        meta.config = {**identity, "episodes": self.config.episodes, "store": self.store.url,
+                       "replicas": self.config.replicas, "cpus_per_worker": self.config.cpus_per_worker}
+        meta.llm_backend = parse_llm_spec(self.config.llm)[0]
+        meta.policy = self.config.policy
+        meta.episodes_requested = len(self.specs)
+        meta.message = ""
+        self.store.write_run_meta(meta)
+        self._meta = meta
+        return meta
+
+    def _progress_meta(self, state: _State) -> None:
+        self._meta.episodes_committed = self.stats.resumed + self.stats.committed
+        self._meta.errors = dict(self.stats.errors)
+        with contextlib.suppress(StoreUnavailable):  # the committer reports outages; this is best effort
+            self.store.write_run_meta(self._meta)
+
+    def _summary(self, meta: RunMeta, committer: Committer, status: str, message: str, wall_s: float,
+                 state: _State) -> RolloutSummary:
+        quarantined = [QuarantinedTask(task_id, f.last_error, f.strikes) for task_id, f in self.faults.items()
+                       if f.quarantined]
+        return RolloutSummary(
+            run_id=self.run_id, status=status, store_url=self.store.url, requested=len(self.specs),
+            resumed=self.stats.resumed, committed=committer.committed, succeeded=self.stats.succeeded,
+            dropped=self.stats.dropped, quarantined=quarantined, errors=dict(self.stats.errors), wall_s=wall_s,
+            workers=len(self.slots), cpus_used=len(self.slots) * self.config.cpus_per_worker,
+            solver_cpu_s=self.solver_cpu_s, peak_rss_mb=self.peak_rss_mb, worker_restarts=self.worker_restarts,
+            commits=committer.commits, commit_s=committer.commit_s, rows_committed=committer.rows, message=message,
+        )
+
+    def _finish_meta(self, meta: RunMeta, summary: RolloutSummary) -> None:
+        meta.status = summary.status
+        meta.message = summary.message
+        meta.episodes_committed = summary.resumed + summary.committed
+        meta.episodes_failed = summary.dropped
+        meta.quarantined = summary.quarantined
+        meta.errors = summary.errors
+        try:
+            self.store.write_run_meta(meta)
+        except StoreUnavailable as exc:
+            log.error("could not record the run's final status: %s", exc)
+
+
+def run_rollout(config: RolloutConfig, *, store: TrajectoryStore | None = None) -> RolloutSummary:
+    return RolloutJob(config, store=store).run()

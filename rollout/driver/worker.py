@@ -1,0 +1,158 @@
+"""The rollout worker: one Ray actor running many episodes at once in its asyncio loop.
+
+Episodes spend their time waiting (on an LLM endpoint, on solver subprocesses). The worker keeps
+many in flight; solver and other blocking calls go through `asyncio.to_thread`, i.e. the loop's
+default executor, which the worker replaces with a pool sized to the CPUs it holds, so solver
+work never oversubscribes them. The pool measures how long calls queue, which feeds the
+driver's AIMD window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import threading
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from rollout.driver.plan import EpisodeSpec
+from rollout.tasks.base import Task
+from rollout.trajectory import EpisodeRecord
+
+EpisodeFn = Callable[..., Awaitable[EpisodeRecord]]  # (task, policy, config, *, episode_id) -> record
+
+
+@dataclass
+class WorkerSetup:
+    run_id: str
+    tasks: list[Task]
+    policy_spec: str
+    llm_spec: str = "sim"
+    max_steps: int = 10
+    seed: int = 0  # the policy's seed (episode seeds come with each EpisodeSpec)
+    cpus: int = 1
+    code_version: str = ""
+    solver_timeout_s: float | None = None
+    episode_fn: EpisodeFn | None = None  # None: rollout.episode.run_episode
+
+
+@dataclass
+class WorkerResult:
+    spec: EpisodeSpec
+    record: EpisodeRecord | None
+    error: str = ""  # an exception that escaped the episode (the episode function itself broke)
+    llm_latency_ms: float | None = None
+    solver_wait_s: float = 0.0
+    solver_run_s: float = 0.0
+    worker_pid: int = 0
+    peak_rss_mb: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_llm_spec(spec: str) -> tuple[str, str | None, str | None]:
+    """"sim" | "openai:MODEL" | "openai:MODEL@BASE_URL" -> (backend name, model, base URL)."""
+    spec = spec.strip()
+    if spec == "sim":
+        return "sim", None, None
+    kind, _, rest = spec.partition(":")
+    if kind != "openai" or not rest:
+        raise ValueError(f"unknown --llm {spec!r}: use sim, openai:MODEL or openai:MODEL@BASE_URL "
+                         f"(base URL and key may also come from HALO_LLM_BASE_URL / HALO_LLM_API_KEY)")
+    model, _, url = rest.partition("@")
+    return f"openai:{model}", model, url or None
+
+
+class MeteredExecutor(ThreadPoolExecutor):
+    """A thread pool that records, per call, how long it queued and how long it ran."""
+
+    def __init__(self, max_workers: int) -> None:
+        super().__init__(max_workers=max_workers, thread_name_prefix="halo-solver")
+        self._lock = threading.Lock()
+        self.wait_s = 0.0  # exponentially weighted averages
+        self.run_s = 0.0
+        self.calls = 0
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        submitted = time.perf_counter()
+
+        def timed() -> Any:
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._record(started - submitted, time.perf_counter() - started)
+
+        return super().submit(timed)
+
+    def _record(self, wait: float, run: float) -> None:
+        with self._lock:
+            self.calls += 1
+            a = 0.1 if self.calls > 10 else 1.0 / self.calls
+            self.wait_s += a * (wait - self.wait_s)
+            self.run_s += a * (run - self.run_s)
+
+
+class RolloutWorker:
+    """Wrapped with ray.remote by the job; also usable directly (tests, a local debug run)."""
+
+    def __init__(self, setup: WorkerSetup) -> None:
+        from rollout.policies import make_policy
+
+        self.setup = setup
+        self.policy = make_policy(setup.policy_spec, seed=setup.seed)
+        self.backend, model, base_url = parse_llm_spec(setup.llm_spec)
+        self.llm = None
+        if model is not None:
+            from rollout.llm import OpenAIChatClient, config_from_env
+
+            self.llm = OpenAIChatClient(config_from_env(model, base_url))
+        self.executor = MeteredExecutor(max(1, setup.cpus))
+        self._installed = False
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    async def run(self, spec: EpisodeSpec) -> WorkerResult:
+        if not self._installed:
+            asyncio.get_running_loop().set_default_executor(self.executor)
+            self._installed = True
+        try:
+            record = await self._episode(spec)
+        except Exception as exc:  # noqa: BLE001  (reported to the driver, which counts strikes)
+            tb = traceback.format_exc(limit=6)
+            return self._result(spec, None, error=f"{type(exc).__name__}: {exc}\n{tb}"[-3000:])
+        return self._result(spec, record)
+
+    async def _episode(self, spec: EpisodeSpec) -> EpisodeRecord:
+        from rollout.episode import EpisodeConfig, run_episode
+        from rollout.sim.world import SimConfig
+
+        s = self.setup
+        config = EpisodeConfig(max_steps=s.max_steps, llm_backend=self.backend, seed=spec.seed, run_id=s.run_id,
+                               sim=SimConfig() if self.backend == "sim" else None, llm=self.llm,
+                               code_version=s.code_version)
+        if s.solver_timeout_s is not None:
+            from dataclasses import replace
+
+            config.limits = replace(config.limits, timeout_s=s.solver_timeout_s)
+        fn = s.episode_fn or run_episode
+        record = await fn(s.tasks[spec.task_index], self.policy, config, episode_id=spec.episode_id)
+        if self.llm is not None and hasattr(self.llm, "drain_records"):
+            self.llm.drain_records()  # the record already carries the per-step accounting
+        return record
+
+    def _result(self, spec: EpisodeSpec, record: EpisodeRecord | None, error: str = "") -> WorkerResult:
+        latency = None
+        if record is not None and record.total_llm_calls:
+            llm_steps = [st for st in record.steps if st.llm_calls]
+            latency = sum(st.latency_ms for st in llm_steps) / max(1, sum(st.llm_calls for st in llm_steps))
+        return WorkerResult(
+            spec=spec, record=record, error=error, llm_latency_ms=latency,
+            solver_wait_s=self.executor.wait_s, solver_run_s=self.executor.run_s, worker_pid=os.getpid(),
+            peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        )
