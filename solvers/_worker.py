@@ -98,6 +98,23 @@ def _apply_limits(limits: dict) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (limits["nproc"],) * 2)
 
 
+def _failing_file(exc: BaseException) -> str:
+    """Which input a translator crash happened in, from the parser frames on its traceback."""
+    side = "unknown"
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        name = frame.f_code.co_name
+        if name == "parse_pddl_file":
+            side = str(frame.f_locals.get("type", side))
+        elif name == "parse_domain_pddl":
+            side = "domain"
+        elif name == "parse_problem_pddl":
+            side = "problem"
+        tb = tb.tb_next
+    return side
+
+
 def _translate_then_search(req: dict) -> None:
     from fast_downward.translate import options as fd_options  # imported by the worker already
     from fast_downward.translate import pddl_parser
@@ -127,13 +144,15 @@ def _translate_then_search(req: dict) -> None:
         else:
             print(exc.code)
             code = TRANSLATE_CRITICAL_ERROR
-    except RecursionError:
-        print("\nTranslator crashed: RecursionError (input nested too deeply)")
+    except RecursionError as exc:
+        print("\nError: the input is nested too deeply for the translator (RecursionError)")
+        print(f"HALO-failing-file: {_failing_file(exc)}")
         code = TRANSLATE_CRITICAL_ERROR
-    except BaseException:  # any crash of the translator on hostile input is a result, not an escape
+    except BaseException as exc:  # any crash of the translator on hostile input is a result, not an escape
         import traceback
 
         traceback.print_exc(file=sys.stdout)
+        print(f"HALO-failing-file: {_failing_file(exc)}")
         code = TRANSLATE_CRITICAL_ERROR
     sys.stdout.flush()
     sys.stderr.flush()

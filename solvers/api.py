@@ -28,6 +28,19 @@ def _check_text(**texts: object) -> None:
             raise TypeError(f"{name} must be str, got {type(value).__name__}")
 
 
+def _blank(text: str) -> bool:
+    """Nothing but whitespace and ;-comments (the FD translator crashes on such a file)."""
+    return not any(line.split(";", 1)[0].strip() for line in text.splitlines())
+
+
+def _blank_input(domain: str, problem: str, planner: str) -> PlanResult | None:
+    for name, text, category in (("domain.pddl", domain, ErrorCategory.PARSE_ERROR_DOMAIN),
+                                 ("problem.pddl", problem, ErrorCategory.PARSE_ERROR_PROBLEM)):
+        if _blank(text):
+            return PlanResult(category, planner, message=f"{name}:1:1: the file is empty")
+    return None
+
+
 def temporal_planner() -> str:
     """"popf" when a POPF binary is on PATH, else "kairos"."""
     return "popf" if locate.popf_binary() else "kairos"
@@ -49,6 +62,9 @@ def plan(domain: str, problem: str, *, planner: PlannerName = "fd", search: str 
     t0 = time.monotonic()
     pool = get_pool(sandbox)
     files = {"domain.pddl": domain, "problem.pddl": problem}
+    blank = _blank_input(domain, problem, "fd" if planner == "fd" else temporal_planner())
+    if blank is not None:
+        return blank
     if planner == "fd":
         if fd.is_temporal(domain):
             return PlanResult(ErrorCategory.UNSUPPORTED_REQUIREMENT, "fd",

@@ -115,6 +115,9 @@ def request(alias: str, search: str | None) -> dict:
 
 
 def _parse_error_side(output: str) -> ErrorCategory:
+    marker = re.search(r"^HALO-failing-file: (domain|problem)$", output, re.M)
+    if marker:
+        return ErrorCategory.PARSE_ERROR_DOMAIN if marker.group(1) == "domain" else ErrorCategory.PARSE_ERROR_PROBLEM
     lowered = output.lower()
     # The translator names the file ("Could not parse problem file") for syntax errors and the
     # section ("Parsing problem" / "Parsing domain") for semantic ones.
@@ -134,14 +137,15 @@ def _parse_error_side(output: str) -> ErrorCategory:
     return best
 
 
+_PROGRESS_PREFIXES = ("[t=", "INFO", "Parsing", "Normalizing", "Instantiating", "Generating", "Building",
+                      "Computing", "Processing", "Detecting", "Reordering", "Translator", "Simplif", "Writing",
+                      "Done!", "Translating", "Checking", "Choosing", "Filtering", "Finding", "Preparing",
+                      "Completing", "Handling", "Discovering")
+
+
 def _error_lines(output: str, limit: int = 6) -> str:
     keep = [line for line in output.splitlines()
-            if line.strip() and not line.startswith(("[t=", "INFO", "Parsing", "Normalizing", "Instantiating",
-                                                      "Generating", "Building", "Computing", "Processing",
-                                                      "Detecting", "Reordering", "Translator", "Simplif",
-                                                      "Writing", "Done!", "Translating", "Checking", "Choosing",
-                                                      "Filtering", "Finding", "Preparing", "Completing",
-                                                      "Handling", "Discovering"))]
+            if line.strip() and not line.startswith("HALO-") and not line.startswith(_PROGRESS_PREFIXES)]
     return "\n".join(keep[-limit:])
 
 
@@ -181,7 +185,10 @@ def categorize(run: RunResult) -> tuple[ErrorCategory, str]:
             # The translator crashing on a malformed task (KeyError on an undeclared predicate,
             # an assertion on a bad type) is a modelling error in the PDDL, not a planner bug;
             # it is reported as a parse error of the domain or problem it mentions.
-            if "Traceback" in out or "error" in detail.lower():
+            marker = re.search(r"^HALO-failing-file: (\w+)$", out, re.M)
+            if marker and marker.group(1) == "unknown":
+                return ErrorCategory.SOLVER_CRASH, f"the translator crashed: {detail}"
+            if marker or "error" in detail.lower():
                 return _parse_error_side(out), detail
             return ErrorCategory.SOLVER_CRASH, detail
         if code in _EXIT_CATEGORY:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from solvers import locate
 from solvers.limits import Limits
-from solvers.sandbox import RunResult, bwrap_argv, python_runtime, sandbox_level, scrubbed_env
+from solvers.sandbox import LEVELS, RunResult, bwrap_argv, python_runtime, sandbox_level, scrubbed_env
 
 WORKER_SCRIPT = Path(__file__).with_name("_worker.py")
 START_TIMEOUT_S = 60.0
@@ -287,6 +287,8 @@ _pools_lock = threading.Lock()
 
 def get_pool(level: str | None = None) -> WorkerPool:
     level = level or sandbox_level()
+    if level not in LEVELS:
+        raise ValueError(f"sandbox level must be one of {LEVELS}, got {level!r}")
     with _pools_lock:
         pool = _pools.get(level)
         if pool is None or pool._closed:
