@@ -59,14 +59,16 @@ def symptom(state: EpisodeState, predicate_names: set[str] | None = None) -> str
         return "unsupported"
     if any("fluent" in c for c in codes):
         return "fluent_error"
+    false_atom = re.search(r"precondition false: \((\S+?)[ )]", state.validator_errors)
+    invented = bool(false_atom and _looks_invented(false_atom.group(1), state.domain, state.problem))
+    if cat == "unsolvable_proved":
+        # the PDDL itself is wrong; the validator's complaint is about an older plan
+        return "precondition_failed_undeclared_looking" if invented else "unsolvable"
     if "validate.precondition_failed" in codes:
         step = _STEP.search(state.validator_errors)
         if step and _repeats_previous(state.plan, int(step.group(1))):
             return "repeated_step"
-        false_atom = re.search(r"precondition false: \((\S+?)[ )]", state.validator_errors)
-        if false_atom and _looks_invented(false_atom.group(1), state.domain, state.problem):
-            return "precondition_failed_undeclared_looking"
-        return "precondition_failed"
+        return "precondition_failed_undeclared_looking" if invented else "precondition_failed"
     if "validate.goal_not_reached" in codes:
         return "goal_not_reached"
     if cat == "unsolvable_proved":

@@ -31,7 +31,7 @@ class SimConfig:
     repair_prob: float = 0.8  # a primary repairer removes one fault of its class
     secondary_repair_prob: float = 0.45  # agents listed second for a class, and agent 1 for any class
     dynamic_repair_prob: float = 0.3  # the dynamic agent, for any class
-    idle_fault_prob: float = 0.3  # an agent with nothing in its area to fix breaks something instead
+    idle_fault_prob: float = 0.15  # an agent with nothing in its area to fix breaks something instead
     side_effect_prob: float = 0.08  # a repairing call also breaks something
     fault_count_weights: tuple[float, ...] = (0.05, 0.45, 0.35, 0.15)  # P(0, 1, 2, 3 PDDL faults)
     # relative odds of each PDDL fault class in a draft (classes that do not apply are skipped)
@@ -200,7 +200,9 @@ class SimWorld:
             candidates.append((fault, min(1.0, prob + bonus)))
         if not candidates:
             return None
-        fault, prob = candidates[self.rng.randrange(len(candidates))]
+        # the fault the solvers report first (catalog order: syntax, domain, problem) is fixed first
+        order = list(CATALOG)
+        fault, prob = min(candidates, key=lambda c: order.index(c[0].kind))
         if self.rng.random() >= prob:
             return None
         self.faults.remove(fault)
