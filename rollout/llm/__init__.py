@@ -1,0 +1,59 @@
+"""LLM access for rollouts: an OpenAI-compatible async client with retries, limits and accounting."""
+
+from __future__ import annotations
+
+import os
+
+from rollout.llm.client import CallRecord, ChatReply, LLMConfig, OpenAIChatClient, prompt_sha256
+from rollout.llm.errors import (
+    LLMBadResponseError,
+    LLMConnectionError,
+    LLMError,
+    LLMRateLimitError,
+    LLMRequestError,
+    LLMServerError,
+    LLMTimeoutError,
+)
+from rollout.llm.prices import Price, PriceTable
+
+__all__ = [
+    "CallRecord",
+    "ChatReply",
+    "LLMBadResponseError",
+    "LLMConfig",
+    "LLMConnectionError",
+    "LLMError",
+    "LLMRateLimitError",
+    "LLMRequestError",
+    "LLMServerError",
+    "LLMTimeoutError",
+    "OpenAIChatClient",
+    "Price",
+    "PriceTable",
+    "config_from_env",
+    "prompt_sha256",
+]
+
+
+def config_from_env(model: str | None = None, base_url: str | None = None, **overrides) -> LLMConfig:
+    """An LLMConfig from arguments, then HALO_LLM_* / OPENAI_* environment variables.
+
+    HALO_LLM_BASE_URL (or OPENAI_BASE_URL), HALO_LLM_MODEL, HALO_LLM_API_KEY (or OPENAI_API_KEY),
+    HALO_LLM_PRICES (a YAML price table), HALO_LLM_TIMEOUT_S, HALO_LLM_MAX_CONCURRENCY.
+    """
+    env = os.environ
+    url = base_url or env.get("HALO_LLM_BASE_URL") or env.get("OPENAI_BASE_URL")
+    name = model or env.get("HALO_LLM_MODEL")
+    if not url:
+        raise ValueError("no LLM endpoint: pass a base URL or set HALO_LLM_BASE_URL")
+    if not name:
+        raise ValueError("no LLM model: pass a model name or set HALO_LLM_MODEL")
+    kwargs = dict(overrides)
+    kwargs.setdefault("api_key", env.get("HALO_LLM_API_KEY") or env.get("OPENAI_API_KEY") or "none")
+    if "prices" not in kwargs and env.get("HALO_LLM_PRICES"):
+        kwargs["prices"] = PriceTable.from_yaml(env["HALO_LLM_PRICES"])
+    if "timeout_s" not in kwargs and env.get("HALO_LLM_TIMEOUT_S"):
+        kwargs["timeout_s"] = float(env["HALO_LLM_TIMEOUT_S"])
+    if "max_concurrency" not in kwargs and env.get("HALO_LLM_MAX_CONCURRENCY"):
+        kwargs["max_concurrency"] = int(env["HALO_LLM_MAX_CONCURRENCY"])
+    return LLMConfig(base_url=url, model=name, **kwargs)

@@ -1,0 +1,254 @@
+"""An async client for any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ray Serve LLM).
+
+It implements `rollout.agents.base.ChatBackend`: `await client.chat(messages, purpose=...)`
+returns a `ChatReply` (text, tokens, latency, cost) or raises a typed `LLMError` after bounded
+retries. Retries use exponential backoff with jitter on timeouts, 429 (Retry-After honoured),
+5xx and connection errors; 4xx other than 429 and malformed bodies are not retried. A semaphore
+caps the requests in flight per client; every call is recorded (`records`, `drain_records`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import hashlib
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import openai
+
+from rollout.llm.errors import (
+    LLMBadResponseError,
+    LLMConnectionError,
+    LLMError,
+    LLMRateLimitError,
+    LLMRequestError,
+    LLMServerError,
+    LLMTimeoutError,
+)
+from rollout.llm.prices import PriceTable
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    base_url: str
+    model: str
+    api_key: str = "none"
+    timeout_s: float = 60.0
+    max_attempts: int = 4
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 20.0
+    max_retry_after_s: float = 60.0  # a longer Retry-After fails the call instead of stalling
+    max_concurrency: int = 8
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    prices: PriceTable = field(default_factory=PriceTable)
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    text: str
+    tokens_in: int
+    tokens_out: int
+    latency_ms: float
+    cost_usd: float
+    model: str
+    attempts: int
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One `chat` call (all its attempts), as kept for the trajectory record."""
+
+    purpose: str
+    model: str
+    prompt_sha256: str
+    tokens_in: int
+    tokens_out: int
+    latency_ms: float
+    cost_usd: float
+    status: str  # "ok" or an LLMError kind
+    attempts: int
+    started_at: float
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def prompt_sha256(messages: list[dict[str, str]]) -> str:
+    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+
+
+class OpenAIChatClient:
+    def __init__(self, config: LLMConfig, *, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 rng: random.Random | None = None) -> None:
+        if config.max_attempts < 1 or config.max_concurrency < 1:
+            raise ValueError("max_attempts and max_concurrency must be at least 1")
+        self.config = config
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._records: list[CallRecord] = []
+        # The SDK client and the semaphore belong to one event loop; rebuilt when the loop changes
+        # (e.g. a synchronous caller running asyncio.run per decision).
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sdk: openai.AsyncOpenAI | None = None
+        self._sem: asyncio.Semaphore | None = None
+
+    # --- accounting ------------------------------------------------------------------------
+
+    @property
+    def records(self) -> list[CallRecord]:
+        return list(self._records)
+
+    def drain_records(self) -> list[CallRecord]:
+        out, self._records = self._records, []
+        return out
+
+    def totals(self) -> dict[str, float]:
+        recs = self._records
+        return {"calls": len(recs), "tokens_in": sum(r.tokens_in for r in recs),
+                "tokens_out": sum(r.tokens_out for r in recs), "cost_usd": sum(r.cost_usd for r in recs),
+                "failed": sum(1 for r in recs if r.status != "ok")}
+
+    # --- calls -----------------------------------------------------------------------------
+
+    def _bind(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._sdk is None or self._sem is None:
+            self._loop = loop
+            self._sdk = openai.AsyncOpenAI(base_url=self.config.base_url, api_key=self.config.api_key,
+                                           timeout=self.config.timeout_s, max_retries=0)
+            self._sem = asyncio.Semaphore(self.config.max_concurrency)
+        return self._sdk, self._sem
+
+    async def chat(self, messages: list[dict[str, str]], *, purpose: str = "") -> ChatReply:
+        cfg = self.config
+        sdk, sem = self._bind()
+        started, t0 = time.time(), time.perf_counter()
+        sha = prompt_sha256(messages)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with sem:
+                    text, tin, tout, model = await self._once(sdk, messages)
+            except LLMError as exc:
+                exc.attempts = attempt
+                delay = self._retry_delay(exc, attempt)
+                if delay is None:
+                    self._record(purpose, sha, 0, 0, t0, started, exc.kind, attempt, str(exc))
+                    raise
+                await self._sleep(delay)
+                continue
+            latency = (time.perf_counter() - t0) * 1000.0
+            cost = cfg.prices.cost(cfg.model, tin, tout)
+            self._record(purpose, sha, tin, tout, t0, started, "ok", attempt, "", cost)
+            return ChatReply(text, tin, tout, latency, cost, model, attempt)
+
+    async def _once(self, sdk: openai.AsyncOpenAI, messages: list[dict[str, str]]) -> tuple[str, int, int, str]:
+        cfg = self.config
+        kwargs: dict[str, Any] = {"model": cfg.model, "messages": messages, "temperature": cfg.temperature}
+        if cfg.max_tokens is not None:
+            kwargs["max_tokens"] = cfg.max_tokens
+        if cfg.extra_body:
+            kwargs["extra_body"] = cfg.extra_body
+        try:
+            raw = await sdk.chat.completions.with_raw_response.create(**kwargs)
+            body_text = raw.text
+        except openai.APITimeoutError:
+            raise LLMTimeoutError(f"no answer within {cfg.timeout_s:g} s") from None
+        except openai.APIConnectionError as exc:
+            raise LLMConnectionError(f"connection failed: {exc}") from None
+        except openai.RateLimitError as exc:
+            err = LLMRateLimitError(f"rate limited (429): {_short(exc)}", status=429)
+            err.retry_after = _retry_after(exc.response.headers)  # type: ignore[attr-defined]
+            raise err from None
+        except openai.APIStatusError as exc:
+            if exc.status_code >= 500:
+                raise LLMServerError(f"server error {exc.status_code}: {_short(exc)}",
+                                     status=exc.status_code) from None
+            raise LLMRequestError(f"request rejected {exc.status_code}: {_short(exc)}",
+                                  status=exc.status_code) from None
+        except openai.OpenAIError as exc:  # response validation and other SDK-level failures
+            raise LLMBadResponseError(f"unusable response: {exc}") from None
+        return _parse_completion(body_text, cfg.model)
+
+    def _retry_delay(self, exc: LLMError, attempt: int) -> float | None:
+        cfg = self.config
+        retryable = isinstance(exc, LLMTimeoutError | LLMConnectionError | LLMServerError | LLMRateLimitError)
+        if not retryable or attempt >= cfg.max_attempts:
+            return None
+        backoff = min(cfg.backoff_max_s, cfg.backoff_base_s * 2 ** (attempt - 1))
+        delay = backoff * (0.5 + self._rng.random() / 2)  # "equal jitter": never less than half
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:
+            if retry_after > cfg.max_retry_after_s:
+                return None
+            delay = retry_after + self._rng.random() * 0.1 * cfg.backoff_base_s
+        return delay
+
+    def _record(self, purpose: str, sha: str, tin: int, tout: int, t0: float, started: float,
+                status: str, attempts: int, error: str, cost: float = 0.0) -> None:
+        self._records.append(CallRecord(purpose, self.config.model, sha, tin, tout,
+                                        (time.perf_counter() - t0) * 1000.0, cost, status, attempts,
+                                        started, error))
+
+    async def aclose(self) -> None:
+        if self._sdk is not None and self._loop is asyncio.get_running_loop():
+            await self._sdk.close()
+        self._sdk = None
+
+
+def _short(exc: openai.APIStatusError) -> str:
+    try:
+        body = exc.response.json()
+        return str(body.get("error", {}).get("message", body))[:200]
+    except (ValueError, AttributeError):
+        return exc.response.text[:200]
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds from `retry-after-ms` or `Retry-After` (seconds or an HTTP date)."""
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def _parse_completion(body_text: str, model: str) -> tuple[str, int, int, str]:
+    try:
+        body = json.loads(body_text)
+    except (json.JSONDecodeError, TypeError):
+        raise LLMBadResponseError(f"response body is not JSON: {body_text[:120]!r}") from None
+    try:
+        choice = body["choices"][0]
+        content = choice["message"].get("content")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise LLMBadResponseError(f"response is not a chat completion: {body_text[:120]!r}") from None
+    if not isinstance(content, str):
+        raise LLMBadResponseError("response message has no text content")
+    usage = body.get("usage") or {}
+    try:
+        tin, tout = int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+    except (TypeError, ValueError):
+        tin = tout = 0
+    return content, tin, tout, str(body.get("model") or model)
