@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from rollout.agent_table import agent_name
@@ -28,6 +28,11 @@ class Decision:
     policy_version: str = ""
     # Free text for the dynamic agent's task profile (agent_id == DYNAMIC_AGENT_ID).
     dynamic_profile: str | None = None
+    # What the decision itself cost (an LLM orchestrator such as the prompted teacher).
+    llm_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
 
     @property
     def agent_name(self) -> str:
@@ -66,5 +71,4 @@ class Policy(ABC):
 def _with_latency(decision: Decision, t0: float) -> Decision:
     if decision.latency_ms:
         return decision
-    return Decision(decision.agent_id, decision.decided_by, (time.perf_counter() - t0) * 1000.0,
-                    decision.reason, decision.policy_version, decision.dynamic_profile)
+    return replace(decision, latency_ms=(time.perf_counter() - t0) * 1000.0)
