@@ -12,10 +12,12 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="HALO cluster
 # One module per command group; each exposes `register(app: typer.Typer) -> None`.
 COMMAND_MODULES = (
     "cluster.commands.solve",
+    "cluster.commands.doctor",
     "cluster.commands.serve",
     "cluster.commands.episode",
     "cluster.commands.report",
     "cluster.commands.rollout",
+    "cluster.commands.loop",
 )
 
 

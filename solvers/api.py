@@ -8,6 +8,7 @@ Only a bad *argument* (an unknown planner or alias, a non-string text) raises Va
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Literal
 
@@ -42,12 +43,16 @@ def _blank_input(domain: str, problem: str, planner: str) -> PlanResult | None:
 
 
 def temporal_planner() -> str:
-    """"popf" when a POPF binary is on PATH, else "kairos"."""
+    """"popf" when a POPF binary is on PATH, else "kairos" (HALO_TEMPORAL_PLANNER=kairos forces it)."""
+    if os.environ.get("HALO_TEMPORAL_PLANNER", "").lower() == "kairos":
+        return "kairos"
     return "popf" if locate.popf_binary() else "kairos"
 
 
 def validator_name() -> str:
-    """"val" when VAL's Validate is on PATH, else "kairos"."""
+    """"val" when VAL's Validate is on PATH, else "kairos" (HALO_VALIDATOR=kairos forces it)."""
+    if os.environ.get("HALO_VALIDATOR", "").lower() == "kairos":
+        return "kairos"
     return "val" if locate.val_binary() else "kairos"
 
 

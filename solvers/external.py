@@ -23,10 +23,10 @@ def popf_argv(limits: Limits) -> list[str]:  # noqa: ARG001  (limits are applied
 
 def popf_result(run: RunResult) -> PlanResult:
     common = {"output_tail": run.output[-4000:], "wall_s": run.wall_s, "cpu_s": run.cpu_s}
-    if run.returncode is None or run.timed_out:
-        cat = ErrorCategory.SEARCH_TIMEOUT if run.timed_out else ErrorCategory.SOLVER_CRASH
-        return PlanResult(cat, "popf", message=run.error, **common)
     out = run.output
+    if ";;;; Solution Found" not in out and (run.returncode is None or run.timed_out):
+        cat = ErrorCategory.SEARCH_TIMEOUT if run.timed_out else ErrorCategory.SOLVER_CRASH
+        return PlanResult(cat, "popf", message=run.error or "POPF found no plan in time", **common)
     if ";;;; Solution Found" in out:
         # POPF prints every improved plan; the last block is the best.
         block = out.rsplit(";;;; Solution Found", 1)[1]
@@ -53,10 +53,32 @@ def val_argv() -> list[str]:
 
 
 _VAL_STEP = re.compile(r"^\s*(?P<action>\([^()]*\)) has an unsatisfied precondition at time (?P<time>[0-9.]+)", re.M)
-_VAL_SET = re.compile(r"\(Set (?P<cond>\(.*?\)) to (?P<value>true|false)\)")
+_VAL_SET = re.compile(r"\(Set (?P<cond>\(.*\)) to (?P<value>true|false)\)")
+_VAL_ERROR = re.compile(r"^(?P<file>[^\s:]+): line: (?P<line>\d+): (?:Fatal )?Error: (?P<msg>.*)$", re.M)
+VAL_FILES = {"domain.pddl": ErrorCategory.PARSE_ERROR_DOMAIN, "problem.pddl": ErrorCategory.PARSE_ERROR_PROBLEM,
+             "plan.txt": ErrorCategory.PARSE_ERROR_PLAN}
+
+
+def _failing_step(plan_text: str, action: str, time: float) -> int | None:
+    """VAL reports the failing happening by time: step k of an untimed plan runs at time k."""
+    try:
+        steps = parse_plan(plan_text)
+    except ValueError:
+        return None
+    if steps and steps[0].start is None:
+        k = int(round(time))
+        return k if 1 <= k <= len(steps) else None
+    for number, step in enumerate(steps, 1):
+        text = "(" + " ".join((step.name, *step.args)) + ")"
+        if text == action and step.start is not None and abs(step.start - time) < 1e-3:
+            return number
+    return None
 
 
 def val_result(run: RunResult, plan_text: str) -> ValidationResult:
+    """Read VAL's `Validate -v` report. Its format: "Plan valid"; or "Plan failed to execute" with
+    repair advice "(act) has an unsatisfied precondition at time T" + "(Set (atom) to true)"; or
+    "Goal not satisfied" + "(Set (goal atom) to true)"; or "FILE: line: N: Error: ..."."""
     out = run.output
     common = {"output_tail": out[-4000:], "wall_s": run.wall_s}
     if run.returncode is None or run.timed_out:
@@ -64,21 +86,32 @@ def val_result(run: RunResult, plan_text: str) -> ValidationResult:
         return ValidationResult(cat, "val", message=run.error, **common)
     if "Plan valid" in out:
         return ValidationResult(ErrorCategory.OK, "val", valid=True, message="plan valid", **common)
-    if "Errors:" in out or "Parser failed" in out or "Error:" in out:
-        low = out.lower()
-        cat = ErrorCategory.PARSE_ERROR_PLAN if "plan.txt" in low else (
-            ErrorCategory.PARSE_ERROR_PROBLEM if "problem.pddl" in low else ErrorCategory.PARSE_ERROR_DOMAIN)
-        return ValidationResult(cat, "val", message="VAL could not parse its input", **common)
+    error = _VAL_ERROR.search(out)
+    if error:
+        name = error.group("file").rsplit("/", 1)[-1]
+        cat = VAL_FILES.get(name, ErrorCategory.INPUT_ERROR)
+        if "not supported" in error.group("msg").lower() or "unsupported" in error.group("msg").lower():
+            cat = ErrorCategory.UNSUPPORTED_REQUIREMENT
+        return ValidationResult(cat, "val", message=error.group("msg").strip(),
+                                location=f"{name}:{error.group('line')}", **common)
+    if "Bad plan description" in out or "Parser failed" in out:
+        return ValidationResult(ErrorCategory.PARSE_ERROR_PLAN, "val", message="VAL could not read the plan",
+                                location="plan.txt", **common)
+    if "Plan failed" not in out and "Goal not satisfied" not in out:
+        return ValidationResult(ErrorCategory.SOLVER_CRASH if run.returncode else ErrorCategory.INPUT_ERROR, "val",
+                                message=f"unrecognised VAL report (exit code {run.returncode})", **common)
     result = ValidationResult(ErrorCategory.PLAN_INVALID, "val", message="plan invalid", **common)
     step = _VAL_STEP.search(out)
     if step:
-        action = step.group("action").lower()
-        actions = ["(" + " ".join((s.name, *s.args)) + ")" for s in parse_plan(plan_text)]
-        result.failing_action = action
-        result.failing_step = actions.index(action) + 1 if action in actions else None
+        result.failing_action = step.group("action").lower()
+        result.failing_step = _failing_step(plan_text, result.failing_action, float(step.group("time")))
         cond = _VAL_SET.search(out, step.end())
-        result.unsatisfied = cond.group("cond") if cond else None
+        if cond:
+            atom = cond.group("cond").lower()
+            result.unsatisfied = atom if cond.group("value") == "true" else f"(not {atom})"
+        result.message = f"step {result.failing_step} {result.failing_action}: precondition unsatisfied"
     elif "Goal not satisfied" in out:
         cond = _VAL_SET.search(out)
-        result.unreached_goal = cond.group("cond") if cond else "goal"
+        result.unreached_goal = cond.group("cond").lower() if cond else "goal"
+        result.message = "the goal does not hold at the end of the plan"
     return result

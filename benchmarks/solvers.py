@@ -1,0 +1,161 @@
+"""Solver speed: the sandboxed fast path against the stock Fast Downward driver.
+
+Prints per-call medians and three ratios, all measured in this one run:
+  1. speed-up  = stock driver / sandboxed fast path, median of per-instance ratios over the
+                 PlanBench blocksworld instances (target >= 4x), plan costs identical;
+  2. overhead  = fast path with the sandbox / the same path without it (target <= 1.10x);
+  3. scaling   = throughput of 2 worker processes / 1 worker process (target >= 1.8x on an idle
+                 machine with >= 2 free cores).
+
+    python benchmarks/solvers.py [--instances 60] [--repeats 3] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import solvers  # noqa: E402
+from solvers import fd  # noqa: E402
+from solvers.limits import Limits  # noqa: E402
+from solvers.pool import WorkerPool  # noqa: E402
+
+DATA = ROOT / "tests" / "fixtures" / "pddl" / "planbench" / "blocksworld"
+LIMITS = Limits(timeout_s=60)
+
+
+def load(n: int) -> tuple[str, list[tuple[str, str]]]:
+    domain = (DATA / "domain.pddl").read_text()
+    files = sorted((DATA / "instances").glob("instance-*.pddl"), key=lambda p: int(p.stem.split("-")[1]))
+    if len(files) < n:
+        raise SystemExit(f"need {n} instances in {DATA / 'instances'}, found {len(files)}")
+    return domain, [(p.stem, p.read_text()) for p in files[:n]]
+
+
+def fast_call(pool: WorkerPool, domain: str, problem: str) -> tuple[float, float | None]:
+    """The call path of solvers.plan(planner="fd") on a given pool: (seconds, plan cost)."""
+    t0 = time.perf_counter()
+    run = pool.request(fd.request("lama-first", None), files={"domain.pddl": domain, "problem.pddl": problem},
+                       limits=LIMITS, collect=("sas_plan",))
+    result = fd.to_result(run)
+    elapsed = time.perf_counter() - t0
+    if not result.ok:
+        raise SystemExit(f"fast path failed: {result.category} {result.message}")
+    return elapsed, result.cost
+
+
+def stock_call(domain: str, problem: str) -> tuple[float, float | None]:
+    t0 = time.perf_counter()
+    result = fd.run_stock_driver(domain, problem, limits=LIMITS)
+    elapsed = time.perf_counter() - t0
+    if not result.ok:
+        raise SystemExit(f"stock driver failed: {result.category} {result.message}")
+    return elapsed, result.cost
+
+
+def throughput(level: str, workers: int, domain: str, instances: list[tuple[str, str]], rounds: int) -> float:
+    """Calls per second with `workers` worker processes, each kept busy by its own client thread."""
+    pool = WorkerPool(level, size=workers)
+    try:
+        pool.warm(workers)
+        jobs = [problem for _ in range(rounds) for _, problem in instances]
+        lock = threading.Lock()
+
+        def client() -> None:
+            while True:
+                with lock:
+                    if not jobs:
+                        return
+                    problem = jobs.pop()
+                fast_call(pool, domain, problem)
+
+        total = len(jobs)
+        t0 = time.perf_counter()
+        threads = [threading.Thread(target=client) for _ in range(workers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return total / (time.perf_counter() - t0)
+    finally:
+        pool.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--instances", type=int, default=60)
+    parser.add_argument("--repeats", type=int, default=3, help="fast-path calls per instance and level")
+    parser.add_argument("--rounds", type=int, default=2, help="passes over the instances per throughput run")
+    parser.add_argument("--json", action="store_true", help="also print the numbers as JSON")
+    args = parser.parse_args()
+
+    level = solvers.sandbox_level()
+    domain, instances = load(args.instances)
+    sandboxed, bare = WorkerPool(level, size=1), WorkerPool("none", size=1)
+    sandboxed.warm(1)
+    bare.warm(1)
+    stock_s, fast_s, bare_s, ratios, mismatches = [], [], [], [], []
+    try:
+        for name, problem in instances:
+            stock_t, stock_cost = stock_call(domain, problem)
+            times_sb, times_bare = [], []
+            for _ in range(args.repeats):  # interleaved, so load changes hit both levels alike
+                t, cost = fast_call(sandboxed, domain, problem)
+                times_sb.append(t)
+                if cost != stock_cost:
+                    mismatches.append((name, stock_cost, cost))
+                times_bare.append(fast_call(bare, domain, problem)[0])
+            stock_s.append(stock_t)
+            fast_s.append(statistics.median(times_sb))
+            bare_s.append(statistics.median(times_bare))
+            ratios.append(stock_t / statistics.median(times_sb))
+    finally:
+        sandboxed.close()
+        bare.close()
+
+    one = throughput(level, 1, domain, instances, args.rounds)
+    two = throughput(level, 2, domain, instances, args.rounds)
+
+    speedup = statistics.median(ratios)
+    overhead = statistics.median(fast_s) / statistics.median(bare_s)
+    scaling = two / one
+    rows = [
+        ("stock fast-downward.py driver (no sandbox)", f"{statistics.median(stock_s) * 1000:8.1f} ms/call"),
+        (f"fast path, sandbox '{level}'", f"{statistics.median(fast_s) * 1000:8.1f} ms/call"),
+        ("fast path, no sandbox", f"{statistics.median(bare_s) * 1000:8.1f} ms/call"),
+        (f"throughput, 1 worker ({level})", f"{one:8.1f} calls/s"),
+        (f"throughput, 2 workers ({level})", f"{two:8.1f} calls/s"),
+    ]
+    checks = [
+        ("1. speed-up vs stock driver (median of per-instance ratios)", speedup, ">= 4.00", speedup >= 4.0),
+        ("2. sandbox overhead (with / without)", overhead, "<= 1.10", overhead <= 1.10),
+        ("3. throughput 2 workers / 1 worker", scaling, ">= 1.80", scaling >= 1.8),
+    ]
+    print(f"PlanBench blocksworld, {len(instances)} instances, lama-first, {args.repeats} fast calls per instance")
+    print("-" * 78)
+    for label, value in rows:
+        print(f"{label:<52}{value:>26}")
+    print("-" * 78)
+    for label, value, target, met in checks:
+        print(f"{label:<58}{value:7.2f}x  {target:<8} {'met' if met else 'NOT met'}")
+    print("-" * 78)
+    print(f"plan costs identical to the stock driver: {'yes' if not mismatches else f'NO {mismatches[:5]}'}")
+    if args.json:
+        print(json.dumps({"speedup": speedup, "overhead": overhead, "scaling": scaling,
+                          "stock_ms": statistics.median(stock_s) * 1000, "fast_ms": statistics.median(fast_s) * 1000,
+                          "bare_ms": statistics.median(bare_s) * 1000, "throughput_1": one, "throughput_2": two,
+                          "sandbox": level, "instances": len(instances), "costs_identical": not mismatches}))
+    if mismatches:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
