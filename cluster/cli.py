@@ -17,7 +17,6 @@ COMMAND_MODULES = (
     "cluster.commands.episode",
     "cluster.commands.report",
     "cluster.commands.rollout",
-    "cluster.commands.loop",
 )
 
 
