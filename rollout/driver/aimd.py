@@ -53,5 +53,5 @@ class AIMDWindow:
         self.decreases += 1
         if self._latency_ewma is not None and self._latency_floor is not None:
             # Let the floor drift up slowly so a permanently slower endpoint is not a permanent cut.
-            self._latency_floor = 0.9 * self._latency_floor + 0.1 * self._latency_ewma
+            self._latency_floor = 0.97 * self._latency_floor + 0.03 * self._latency_ewma
         return "decrease"

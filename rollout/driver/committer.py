@@ -47,12 +47,15 @@ class Committer:
         with self._lock:
             return self._pending
 
-    def submit(self, record: EpisodeRecord) -> None:
+    def submit(self, record: EpisodeRecord) -> bool:
+        """Queue a finished episode; False once the committer has stopped on a failure (the job then
+        stops too, and the episode is re-run when the job is resumed)."""
         if self.failure is not None:
-            raise RuntimeError("the committer stopped") from self.failure
+            return False
         with self._lock:
             self._pending += 1
         self._queue.put(record)
+        return True
 
     def close(self, timeout_s: float | None = None) -> None:
         """Commit everything submitted so far, then stop."""

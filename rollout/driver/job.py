@@ -80,6 +80,7 @@ class RolloutSummary:
     solver_cpu_s: float
     peak_rss_mb: float
     worker_restarts: int
+    retries: int
     commits: int
     commit_s: float
     rows_committed: int
@@ -273,7 +274,8 @@ class RolloutJob:
             slot.solo = False
 
     def _accept(self, record: EpisodeRecord, committer: Committer) -> None:
-        committer.submit(record)
+        if not committer.submit(record):
+            return
         s = self.stats
         s.done += 1
         s.succeeded += bool(record.success_validator)
@@ -306,14 +308,16 @@ class RolloutJob:
 
     def _strike(self, spec: EpisodeSpec, error: str, state: _State, *, requeue: deque[EpisodeSpec]) -> None:
         faults = self.faults.setdefault(spec.task_id, _TaskFaults())
+        if faults.quarantined:  # an episode of it was already in flight when it was quarantined
+            self.stats.dropped += 1
+            return
         faults.strikes += 1
         faults.last_error = error
         if faults.strikes >= self.config.max_attempts:
-            if not faults.quarantined:
-                faults.quarantined = True
-                self.stats.quarantined_tasks += 1
-                log.warning("quarantined task %s after %d failures: %s", spec.task_id, faults.strikes,
-                            error.strip().splitlines()[0] if error.strip() else "")
+            faults.quarantined = True
+            self.stats.quarantined_tasks += 1
+            log.warning("quarantined task %s after %d failures: %s", spec.task_id, faults.strikes,
+                        error.strip().splitlines()[0] if error.strip() else "")
             self.stats.dropped += 1
             return
         self.stats.retries += 1
@@ -415,7 +419,8 @@ class RolloutJob:
             dropped=self.stats.dropped, quarantined=quarantined, errors=dict(self.stats.errors), wall_s=wall_s,
             workers=len(self.slots), cpus_used=len(self.slots) * self.config.cpus_per_worker,
             solver_cpu_s=self.solver_cpu_s, peak_rss_mb=self.peak_rss_mb, worker_restarts=self.worker_restarts,
-            commits=committer.commits, commit_s=committer.commit_s, rows_committed=committer.rows, message=message,
+            retries=self.stats.retries, commits=committer.commits, commit_s=committer.commit_s,
+            rows_committed=committer.rows, message=message,
         )
 
     def _finish_meta(self, meta: RunMeta, summary: RolloutSummary) -> None:

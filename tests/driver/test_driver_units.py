@@ -1,0 +1,88 @@
+"""Pieces of the rollout job that need no Ray: episode planning, run IDs, AIMD, argument errors."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from cluster.cli import app
+from rollout.driver import RolloutConfig, RolloutJob
+from rollout.driver.aimd import AIMDWindow
+from rollout.driver.plan import default_run_id, plan_episodes
+from rollout.tasks import load_tasks
+
+
+def test_plan_cycles_tasks_with_new_seeds_and_is_prefix_stable():
+    tasks = load_tasks("planbench:blocksworld:3")
+    specs = plan_episodes(tasks, 7, "run-x", base_seed=5)
+    assert [(s.task_index, s.seed) for s in specs] == [(0, 5), (1, 5), (2, 5), (0, 6), (1, 6), (2, 6), (0, 7)]
+    assert len({s.episode_id for s in specs}) == 7
+    assert plan_episodes(tasks, 10, "run-x", base_seed=5)[:7] == specs  # more episodes extend a run
+    with pytest.raises(ValueError, match="no tasks"):
+        plan_episodes([], 3, "run-x")
+    with pytest.raises(ValueError, match="at least 1"):
+        plan_episodes(tasks, 0, "run-x")
+
+
+def test_default_run_id_is_stable_and_path_safe():
+    a = default_run_id({"policy": "rules+scripted", "tasks": "planbench:all", "seed": 0})
+    assert a == default_run_id({"seed": 0, "tasks": "planbench:all", "policy": "rules+scripted"})
+    assert a != default_run_id({"policy": "rules+scripted", "tasks": "planbench:all", "seed": 1})
+    assert a.startswith("rules-scripted-")
+
+
+def test_aimd_grows_additively_and_halves_on_congestion():
+    w = AIMDWindow(limit=4.0)
+    for _ in range(40):
+        assert w.on_result(ok=True, llm_latency_ms=100.0) == "increase"
+    grown = w.limit
+    assert 8 < grown < 12  # about +1 per window of completions
+    assert w.on_result(ok=True, llm_latency_ms=100.0, solver_wait_s=1.0, solver_run_s=0.2) == "decrease"
+    assert w.limit == pytest.approx((grown + 0) / 2, rel=0.05)
+    assert w.on_result(ok=False) == "hold"  # one cut per window, not one per slow episode
+    for _ in range(int(w.limit)):
+        w.on_result(ok=True, llm_latency_ms=100.0)
+    before = w.limit
+    for _ in range(20):  # the endpoint slows down 5x
+        w.on_result(ok=True, llm_latency_ms=500.0)
+    assert w.limit < before / 2 and w.decreases >= 2
+    floor = AIMDWindow(limit=1.0)
+    floor.on_result(ok=False)
+    assert floor.size == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--policy", "nonsense"], "unknown policy"),
+    (["--tasks", "planbench:nope:x"], "count must be a positive integer"),
+    (["--llm", "claude"], "unknown --llm"),
+    (["--episodes", "0"], "at least 1"),
+    (["--run-id", "../x"], "invalid run ID"),
+    (["--replicas", "0"], "--replicas must be at least 1"),
+])
+def test_bad_arguments_fail_before_anything_starts(tmp_path, args, message):
+    result = CliRunner().invoke(app, ["rollout", "--store", str(tmp_path), *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert not (tmp_path / "steps").exists()
+
+
+def test_a_run_id_cannot_be_reused_with_other_arguments(tmp_path):
+    from rollout.store import RunMeta, TrajectoryStore
+
+    store = TrajectoryStore(tmp_path)
+    first = RolloutJob(RolloutConfig(store_url=str(tmp_path), tasks="planbench:blocksworld:2", episodes=2,
+                                     run_id="mine"))
+    meta = RunMeta("mine", config=first.config.identity())
+    store.write_run_meta(meta)
+    other = RolloutJob(RolloutConfig(store_url=str(tmp_path), tasks="planbench:blocksworld:2", episodes=2,
+                                     run_id="mine", policy="random"))
+    with pytest.raises(ValueError, match=r"already exists .* \(policy: 'rules\+scripted' -> 'random'\)"):
+        other.run()
+
+
+def test_runs_show_unknown_run_is_a_clear_error(tmp_path):
+    result = CliRunner().invoke(app, ["runs", "--store", str(tmp_path), "show", "nope"])
+    assert result.exit_code == 2
+    assert "no run 'nope'" in result.output
+    listing = CliRunner().invoke(app, ["runs", "--store", str(tmp_path)])
+    assert listing.exit_code == 0 and "no runs" in listing.output
