@@ -56,9 +56,16 @@ def _student_factory(params: str, seed: int) -> Policy:
     return student_factory(params, seed)
 
 
+def _teacher_factory(params: str, seed: int) -> Policy:
+    from rollout.policies.teacher import teacher_factory
+
+    return teacher_factory(params, seed)
+
+
 register_policy_factory("random", _random_factory)
 register_policy_factory("scripted", _scripted_factory)
 register_policy_factory("student", _student_factory)  # student:URL -> the served policy over HTTP
+register_policy_factory("teacher", _teacher_factory)  # teacher:model=...,base_url=... -> prompted LLM
 
 
 def make_policy(spec: str, *, seed: int = 0) -> Policy:
