@@ -120,3 +120,21 @@ def test_budget_exhaustion_is_reported(blocksworld):
     _, out = run_agent(13, d, p, ["(unstack c d)", "(put-down d)", "(pick-up c)", "(stack a c)"],
                        deterministic={"max_evaluations": 1})
     assert not out.ok and "budget" in out.message
+
+
+def _derived_blocksworld(domain: str) -> str:
+    """Blocksworld with a derived predicate, which the simulator does not model."""
+    return (domain.replace("(:requirements :strips)", "(:requirements :strips :derived-predicates)")
+            .replace("(on ?x ?y))", "(on ?x ?y)\n (free ?x))\n(:derived (free ?x) (clear ?x))", 1))
+
+
+def test_validator_only_search_when_simulator_cannot_model_domain(blocksworld):
+    d, p = blocksworld
+    d2 = _derived_blocksworld(d)
+    before, out = run_agent(13, d2, p, ["(unstack c d)", "(put-down d)", "(pick-up c)", "(stack c a)"])
+    assert not before.valid
+    assert assert_repaired(out, d2, p) == BW_GOLD
+    before, out = run_agent(16, d2, p, BW_GOLD + ["(unstack c a)"])
+    assert assert_repaired(out, d2, p) == BW_GOLD
+    _, out = run_agent(17, d2, p, BW_GOLD[1:])
+    assert not out.ok and "needs the plan simulator" in out.message

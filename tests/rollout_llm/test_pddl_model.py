@@ -1,0 +1,78 @@
+"""The PDDL model behind the deterministic agents agrees with the real validator."""
+
+from __future__ import annotations
+
+import pytest
+
+import solvers
+from rollout.pddl_model import PDDLParseError, Unsupported, load_world, parse_domain, render_problem, simulate
+
+DOMAIN = """
+(define (domain delivery)
+  (:requirements :typing :negative-preconditions :conditional-effects :equality)
+  (:types truck package - object  place)
+  (:constants depot - place)
+  (:predicates (at ?o - object ?p - place) (in ?k - package ?t - truck) (broken ?t - truck) (road ?a ?b - place))
+  (:action drive
+    :parameters (?t - truck ?from ?to - place)
+    :precondition (and (at ?t ?from) (road ?from ?to) (not (broken ?t)) (not (= ?from ?to)))
+    :effect (and (not (at ?t ?from)) (at ?t ?to)
+                 (forall (?k - package) (when (in ?k ?t) (and (not (at ?k ?from)) (at ?k ?to))))))
+  (:action load
+    :parameters (?k - package ?t - truck ?p - place)
+    :precondition (and (at ?k ?p) (at ?t ?p))
+    :effect (in ?k ?t))
+  (:action unload
+    :parameters (?k - package ?t - truck ?p - place)
+    :precondition (and (in ?k ?t) (at ?t ?p))
+    :effect (not (in ?k ?t))))
+"""
+PROBLEM = """
+(define (problem p1) (:domain delivery)
+  (:objects t1 - truck k1 k2 - package shop - place)
+  (:init (at t1 depot) (at k1 depot) (at k2 depot) (road depot shop) (road shop depot))
+  (:goal (and (at k1 shop) (at k2 depot) (not (in k1 t1)))))
+"""
+GOOD = [("load", ("k1", "t1", "depot")), ("drive", ("t1", "depot", "shop")), ("unload", ("k1", "t1", "shop"))]
+
+
+def text(plan):
+    return "".join("(" + " ".join((n, *a)) + ")\n" for n, a in plan)
+
+
+@pytest.mark.parametrize("plan", [
+    GOOD,
+    GOOD[1:],  # unload without load: precondition fails
+    [("drive", ("k1", "depot", "shop"))],  # wrong type
+    GOOD[:2],  # k1 still in the truck: goal fails
+    [("drive", ("t1", "depot", "depot"))],  # equality
+])
+def test_simulator_agrees_with_validator(plan):
+    world = load_world(DOMAIN, PROBLEM)
+    sim = simulate(world, plan)
+    verdict = solvers.validate(DOMAIN, PROBLEM, text(plan))
+    assert sim.valid == verdict.valid
+    if sim.valid:
+        assert sim.states[-1] >= {("at", "k1", "shop"), ("at", "k2", "depot")}
+
+
+def test_conditional_effect_moves_loaded_package():
+    world = load_world(DOMAIN, PROBLEM)
+    sim = simulate(world, GOOD[:2])
+    assert ("at", "k1", "shop") in sim.states[2] and ("at", "k2", "depot") in sim.states[2]
+
+
+def test_render_problem_round_trips_through_planner():
+    world = load_world(DOMAIN, PROBLEM)
+    sub = render_problem(world, simulate(world, GOOD[:1]).states[1], ["and", ["at", "t1", "shop"]])
+    result = solvers.plan(DOMAIN, sub)
+    assert result.ok and [s.name for s in result.plan] == ["drive"]
+
+
+def test_errors_are_typed():
+    with pytest.raises(PDDLParseError, match="unbalanced"):
+        parse_domain("(define (domain d) (:predicates (p)")
+    with pytest.raises(PDDLParseError, match="after the closing"):
+        parse_domain("(define (domain d)) (extra)")
+    with pytest.raises(Unsupported):
+        parse_domain("(define (domain d) (:durative-action a :parameters () :duration (= ?duration 1)))")
