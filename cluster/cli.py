@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "cluster.commands.episode",
     "cluster.commands.report",
     "cluster.commands.rollout",
+    "cluster.commands.loop",
 )
 
 

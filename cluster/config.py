@@ -39,14 +39,20 @@ ENV_VARS: dict[str, EnvVar] = {v.name: v for v in (
     EnvVar("AWS_SECRET_ACCESS_KEY", "S3 credentials (unset with an IAM role)", ("rollout.store.location",),
            secret=True),
     EnvVar("AWS_REGION", "S3 region", ("rollout.store.location",)),
-    EnvVar("OPENAI_API_KEY", "key of the OpenAI-compatible LLM endpoint (teacher, LLM agents)", ("lib:openai",),
-           secret=True),
-    EnvVar("OPENAI_BASE_URL", "base URL of the OpenAI-compatible LLM endpoint", ("lib:openai",), secret=True),
+    EnvVar("HALO_LLM_BASE_URL", "OpenAI-compatible endpoint of the teacher and LLM agents", ("rollout.llm",)),
+    EnvVar("HALO_LLM_MODEL", "model name at that endpoint", ("rollout.llm",)),
+    EnvVar("HALO_LLM_MAX_CONCURRENCY", "LLM requests in flight per process", ("rollout.llm",)),
+    EnvVar("HALO_LLM_API_KEY", "key of the LLM endpoint", ("rollout.llm",), secret=True),
+    EnvVar("OPENAI_API_KEY", "fallback for HALO_LLM_API_KEY", ("rollout.llm", "lib:openai"), secret=True),
+    EnvVar("HALO_SERVE_API_KEY", "bearer token student rollouts and the loop send to the decision service",
+           ("rollout.policies.http_student", "cluster.loop.serving"), secret=True),
     EnvVar("HALO_SERVE_API_KEYS", "comma-separated bearer tokens the decision service accepts", ("serve.config",),
            secret=True),
     EnvVar("HALO_MODEL_CACHE", "local cache for base models and served model artifacts",
            ("train.base_models", "serve.model_source")),
     EnvVar("HF_HUB_OFFLINE", "1: never download model weights at run time", ("lib:huggingface_hub",)),
+    EnvVar("HALO_SANDBOX", "force a solver sandbox level instead of the strongest detected", ("solvers.sandbox",)),
+    EnvVar("HALO_SOLVER_WORKERS", "solver worker processes per Ray worker", ("solvers.pool",)),
 )}
 
 # name -> container port. Ray's defaults, Serve's HTTP port and Ray's metrics export port.

@@ -165,6 +165,8 @@ def resolve_command(argv: list[str]) -> tuple[Any, list[str], list[str]]:
     path: list[str] = []
     args = argv[1:]
     while hasattr(cmd, "commands"):
+        if path and args and args[0].startswith("-") and any(p.param_type_name == "option" for p in cmd.params):
+            break  # a group whose callback takes options runs itself (`halo loop --config ...`)
         if not args or args[0] not in cmd.commands:
             have = ", ".join(sorted(cmd.commands))
             got = args[0] if args else "(nothing)"

@@ -195,6 +195,8 @@ def test_loop_config_is_accepted_and_points_at_the_decision_service(overlay: str
     assert url.hostname == f"{svc_name}.{namespace}.svc"
     assert url.port == cfg.PORTS["serve"]
     assert loop.store == find(objects, "ConfigMap", "halo-config")["data"]["HALO_STORE_URL"]
+    # The loop publishes each promoted model where a fresh decision-service cluster loads from.
+    assert f"{loop.store}/{loop.publish_as}" == serve_config(service)["applications"][0]["args"]["model"]
     head = find(objects, "RayCluster", "halo")["spec"]["headGroupSpec"]["template"]["spec"]
     mounts = {m["mountPath"]: m["name"] for m in head["containers"][0]["volumeMounts"]}
     volumes = {v["name"]: v for v in head["volumes"]}

@@ -1,0 +1,84 @@
+"""What the loop trains on: accepted episodes in the store, split into new and already-used.
+
+An episode counts when it was accepted (oracle or validator verdict), produced with the loop's
+LLM backend (simulated data never mixes with real-LLM data), is not on a held-out task and is
+not one of the loop's own gate episodes. "New" means not used by an earlier cycle; each cycle's
+dataset is all new episodes plus a seeded sample of older ones (`old_data_share` of the total).
+The chosen episode IDs are written next to the event log with the store's table version, so a
+model can be traced to, and rebuilt from, exactly the data it was trained on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from rollout.store import TrajectoryStore
+from rollout.trajectory import EpisodeRecord
+
+
+@dataclass(frozen=True)
+class AcceptedEpisode:
+    episode_id: str
+    run_id: str
+    task_id: str
+
+
+@dataclass
+class Snapshot:
+    new: list[str]  # episode IDs first used in this cycle
+    old: list[str]  # episode IDs sampled from earlier cycles
+    runs: list[str]  # runs the episodes come from
+    table_version: int | None  # Delta table version the selection was made at
+
+    @property
+    def episode_ids(self) -> list[str]:
+        return sorted(self.new + self.old)
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(self.episode_ids).encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"new": self.new, "old": self.old, "runs": self.runs, "table_version": self.table_version}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Snapshot:
+        return cls(list(data["new"]), list(data["old"]), list(data["runs"]), data["table_version"])
+
+
+def accepted_episodes(store: TrajectoryStore, *, accept_filter: str, llm_backend: str,
+                      exclude_tasks: set[str], exclude_run_prefix: str) -> dict[str, AcceptedEpisode]:
+    verdict = "success_oracle" if accept_filter == "oracle" else "success_validator"
+    table = store.read_table(columns=["run_id", "episode_id", "task_id", "llm_backend", verdict])
+    out: dict[str, AcceptedEpisode] = {}
+    for row in table.to_pylist():  # one row per step; episode fields repeat on each
+        if row["episode_id"] in out:
+            continue
+        if (row[verdict] is True and row["llm_backend"] == llm_backend and row["task_id"] not in exclude_tasks
+                and not row["run_id"].startswith(exclude_run_prefix)):
+            out[row["episode_id"]] = AcceptedEpisode(row["episode_id"], row["run_id"], row["task_id"])
+    return out
+
+
+def take_snapshot(accepted: dict[str, AcceptedEpisode], used_before: set[str], *, old_share: float,
+                  seed: str, table_version: int | None) -> Snapshot:
+    new = sorted(set(accepted) - used_before)
+    old_pool = sorted(set(accepted) & used_before)
+    want_old = round(old_share / (1.0 - old_share) * len(new)) if old_share > 0 else 0
+    old = sorted(random.Random(seed).sample(old_pool, min(want_old, len(old_pool))))
+    runs = sorted({accepted[e].run_id for e in new + old})
+    return Snapshot(new, old, runs, table_version)
+
+
+def load_snapshot_episodes(store: TrajectoryStore, snapshot: Snapshot) -> list[EpisodeRecord]:
+    wanted = set(snapshot.episode_ids)
+    episodes = [e for e in store.read_episodes(snapshot.runs) if e.episode_id in wanted]
+    missing = wanted - {e.episode_id for e in episodes}
+    if missing:
+        raise RuntimeError(f"{len(missing)} episode(s) of the dataset are no longer in the store "
+                           f"(e.g. {sorted(missing)[0]}); was the table vacuumed?")
+    return sorted(episodes, key=lambda e: e.episode_id)
