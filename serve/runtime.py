@@ -94,6 +94,9 @@ def load_model(ref: str, *, runtime: str = "auto", cache_dir: str | None = None,
     if chosen == "vllm":
         if manifest.policy_class != "llm":
             raise ModelLoadError(f"runtime vllm serves LLM policies only, not {manifest.policy_class!r}")
+        if importlib.util.find_spec("vllm") is None:
+            raise ModelLoadError("runtime vllm requested but vllm is not installed (pip install 'halo-cluster[gpu]' "
+                                 "on a CUDA node), or use runtime cpu")
         from serve.vllm_runtime import VLLMPolicy
 
         policy: Policy = VLLMPolicy(path, manifest, **(vllm_options or {}))
