@@ -193,8 +193,21 @@ def _parse_action(sec: list[SExpr]) -> Action:
     params = fields_.get(":parameters", [])
     if not isinstance(params, list):
         raise PDDLParseError(f"action {name}: :parameters must be a list")
-    return Action(name, tuple(_typed_list(params)), fields_.get(":precondition", ["and"]),
-                  fields_.get(":effect", ["and"]))
+    precondition = fields_.get(":precondition", ["and"])
+    if _mentions(precondition, _NUMERIC_TESTS):
+        raise Unsupported(f"action {name}: numeric conditions are not modelled by the plan simulator")
+    return Action(name, tuple(_typed_list(params)), precondition, fields_.get(":effect", ["and"]))
+
+
+_NUMERIC_TESTS = frozenset({"<", ">", "<=", ">="})
+
+
+def _mentions(expr: SExpr, heads: frozenset[str]) -> bool:
+    if isinstance(expr, str) or not expr:
+        return False
+    if isinstance(expr[0], str) and expr[0] in heads:
+        return True
+    return any(_mentions(e, heads) for e in expr)
 
 
 def parse_problem(text: str) -> Problem:

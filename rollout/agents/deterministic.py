@@ -87,6 +87,8 @@ class DeterministicAgent(Agent):
             return outcome(False, str(exc))
         except BudgetExhausted as exc:
             return outcome(False, f"no repair found ({exc})")
+        except PDDLParseError as exc:
+            return outcome(False, f"cannot model the domain: {exc}")
         text = plan_text(new_plan)
         verdict = clock.validate(state.domain, state.problem, text, ctx.limits)
         if not verdict.valid:

@@ -76,3 +76,10 @@ def test_errors_are_typed():
         parse_domain("(define (domain d)) (extra)")
     with pytest.raises(Unsupported):
         parse_domain("(define (domain d) (:durative-action a :parameters () :duration (= ?duration 1)))")
+
+
+def test_numeric_conditions_are_unsupported_not_misread():
+    numeric = ("(define (domain n) (:requirements :numeric-fluents) (:functions (fuel))"
+               " (:action go :parameters () :precondition (> (fuel) 0) :effect (decrease (fuel) 1)))")
+    with pytest.raises(Unsupported, match="numeric"):
+        parse_domain(numeric)
