@@ -99,7 +99,8 @@ def test_event_log_on_s3(monkeypatch: pytest.MonkeyPatch) -> None:
         log = EventLog(store, "s3loop")
         log.acquire_lease()
         log.append("init", "init", 0, {"serving": {"version": "v0"}})
-        log.append("c0001.collect", "collect", 1, {"snapshot_file": log.put_json("datasets/c0001.json", {"new": ["e"]})})
+        snapshot_file = log.put_json("datasets/c0001.json", {"new": ["e"]})
+        log.append("c0001.collect", "collect", 1, {"snapshot_file": snapshot_file})
         fresh = EventLog(TrajectoryStore(f"s3://{bucket}/store"), "s3loop")
         assert [e.key for e in fresh.events()] == ["init", "c0001.collect"]
         assert fresh.get_json("datasets/c0001.json") == {"new": ["e"]}
