@@ -18,6 +18,9 @@ COMMAND_MODULES = (
     "cluster.commands.report",
     "cluster.commands.rollout",
     "cluster.commands.loop",
+    "cluster.commands.dataset",
+    "cluster.commands.train",
+    "cluster.commands.eval",
 )
 
 

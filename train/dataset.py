@@ -37,6 +37,7 @@ class BuildConfig:
     check: str = "validator"
     val_fraction: float = 0.2
     seed: int = 0
+    prefer_cheap: bool = False
     augment_copies: int = 1  # verdict-preserving variants per accepted episode (0: none)
     verify_augment: bool = True  # re-run the validator on each variant's final plan
     paraphrase: bool = False
@@ -124,8 +125,9 @@ def build_examples(episodes: list[EpisodeRecord], config: BuildConfig,
                    paraphrase: Callable[[Example], Example | None] | None = None,
                    ) -> tuple[list[Example], dict[str, int]]:
     counts = FilterCounts()
-    examples = select_examples(episodes, config.check, counts)
+    examples = select_examples(episodes, config.check, counts, prefer_cheap=config.prefer_cheap)
     stages = {"episodes read": counts.episodes_in, f"episodes accepted ({config.check})": counts.episodes_accepted,
+              "costly episodes dropped (prefer_cheap)": counts.episodes_costly,
               "steps read": counts.steps_in, "rule steps dropped": counts.steps_hardcoded,
               "duplicates dropped": counts.duplicates_dropped, "examples kept": counts.steps_kept}
     if not examples:

@@ -45,6 +45,7 @@ class Example:
 class FilterCounts:
     episodes_in: int = 0
     episodes_accepted: int = 0
+    episodes_costly: int = 0
     steps_in: int = 0
     steps_hardcoded: int = 0
     steps_kept: int = 0
@@ -67,17 +68,37 @@ def _example_id(state_json: str, agent_id: int, augmentation: str = "") -> str:
     return hashlib.sha1(f"{state_json}\x00{agent_id}\x00{augmentation}".encode()).hexdigest()[:16]
 
 
+def _cheap_enough(accepted: list[EpisodeRecord]) -> set[str]:
+    """Per task, the accepted episodes with at most the median number of LLM calls."""
+    by_task: dict[str, list[EpisodeRecord]] = {}
+    for ep in accepted:
+        by_task.setdefault(ep.task_id, []).append(ep)
+    keep: set[str] = set()
+    for eps in by_task.values():
+        calls = sorted(e.total_llm_calls for e in eps)
+        median = calls[(len(calls) - 1) // 2]
+        keep.update(e.episode_id for e in eps if e.total_llm_calls <= median)
+    return keep
+
+
 def select_examples(episodes: Iterable[EpisodeRecord], check: str = "validator",
-                    counts: FilterCounts | None = None) -> list[Example]:
+                    counts: FilterCounts | None = None, *, prefer_cheap: bool = False) -> list[Example]:
+    """Examples from accepted episodes. `prefer_cheap` also drops, per task, the accepted episodes
+    that needed more LLM calls than that task's median: the student then imitates the teacher's
+    efficient successes rather than its detours."""
     counts = counts if counts is not None else FilterCounts()
     seen: set[str] = set()
     out: list[Example] = []
-    for ep in episodes:
-        counts.episodes_in += 1
-        counts.steps_in += len(ep.steps)
-        if not episode_accepted(ep, check):
+    episodes = list(episodes)
+    accepted = [ep for ep in episodes if episode_accepted(ep, check)]
+    cheap = _cheap_enough(accepted) if prefer_cheap else None
+    counts.episodes_in += len(episodes)
+    counts.steps_in += sum(len(ep.steps) for ep in episodes)
+    counts.episodes_accepted += len(accepted)
+    for ep in accepted:
+        if cheap is not None and ep.episode_id not in cheap:
+            counts.episodes_costly += 1
             continue
-        counts.episodes_accepted += 1
         for st in ep.steps:
             if st.is_hardcoded:
                 counts.steps_hardcoded += 1

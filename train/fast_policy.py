@@ -75,7 +75,7 @@ class HashedLinearPolicy(Policy):
             raise ManifestError(f"{path}: unreadable weights: {exc}") from exc
 
 
-def fit_examples(train: list[Example], *, n_buckets: int = DEFAULT_BUCKETS, c: float = 4.0,
+def fit_examples(train: list[Example], *, n_buckets: int = DEFAULT_BUCKETS, c: float = 0.5,
                  seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Fit on examples; returns (buckets, weights[k, 21], bias[21])."""
     from scipy.sparse import csr_matrix
@@ -142,16 +142,31 @@ def train_fast_policy_examples(examples: list[Example], out_dir: str | Path, *, 
                                "nonzero_buckets": len(buckets), **(extra or {})})
     manifest.verify()
     manifest.save(out)
+    from train.evaluate import write_train_tasks
+
+    write_train_tasks(out, [e.task_id for e in train])
     return manifest
 
 
 def train_fast_policy(episodes: list[EpisodeRecord], out_dir: str | Path, *, check: str = "validator",
-                      val_fraction: float = 0.2, name: str = "fast") -> Manifest:
+                      val_fraction: float = 0.2, name: str = "fast", prefer_cheap: bool = False) -> Manifest:
     """Train straight from trajectories (filter, drop rule steps, de-duplicate, split by task)."""
-    examples = select_examples(episodes, check)
+    examples = select_examples(episodes, check, prefer_cheap=prefer_cheap)
     if not examples:
         raise EmptyDatasetError(f"no supervised examples in {len(episodes)} episodes with filter {check!r} "
                                 "(no accepted episode, or only rule-decided steps)")
     split_by_task(examples, val_fraction)
     runs = sorted({e.run_id for e in examples})
     return train_fast_policy_examples(examples, out_dir, name=name, data_versions=runs)
+
+
+def train_fast_policy_dir(data_dir: str | Path, out_dir: str | Path, *, name: str = "fast") -> Manifest:
+    """Train from a dataset built by `halo dataset build` (its splits and augmentations)."""
+    from train.dataset import DatasetCard, load_examples
+
+    card = DatasetCard.load(data_dir)
+    examples = load_examples(data_dir)
+    if not any(e.split == "train" for e in examples):
+        raise EmptyDatasetError(f"{data_dir}: the training split is empty; nothing to train on")
+    return train_fast_policy_examples(examples, out_dir, name=name,
+                                      data_versions=[card.dataset_version, *card.sources])

@@ -19,6 +19,8 @@ FEATURE_VERSION = "halo-feat-1"
 DEFAULT_BUCKETS = 1 << 20
 
 _CODE_RE = re.compile(r"\[([a-z_]+\.[a-z_]+)\]")
+_FALSE_PRE_RE = re.compile(r"precondition false: \((\S+?)[ )]")
+_STEP_RE = re.compile(r"step (\d+) \(([^)]*)\)")
 _WORD_RE = re.compile(r"[a-z][a-z_\-]{2,}")
 _DOMAIN_MARKERS = (":durative-action", ":functions", "increase", "decrease", "(when", ":types", "either",
                    ":negative-preconditions", ":conditional-effects", ":numeric-fluents", ":constants",
@@ -56,7 +58,36 @@ def state_features(state: EpisodeState) -> list[str]:
     feats.extend(f"log={w}" for w in set(_words(log)))
     domain = state.domain.lower()
     feats.extend(f"dom:{m}" for m in _DOMAIN_MARKERS if m in domain)
+    failure = _failure_features(state)
+    # The whole symptom (category, codes, failure analysis) together with the last k agents
+    # tried: what decides the next candidate when the first repair did not take.
+    key = "|".join([state.error_category or "none", *sorted(codes), *failure])
+    for k in (0, 1, 2, 3):
+        feats.append(f"ctx{k}={key}|{hist[-k:] if k else ''}")
+    feats.extend(failure)
     return feats
+
+
+def _failure_features(state: EpisodeState) -> list[str]:
+    """Where a failing precondition's predicate comes from, and whether the failing step repeats
+    the one before it: cheap static analysis a human orchestrator would do by eye."""
+    out: list[str] = []
+    m = _FALSE_PRE_RE.search(state.validator_errors)
+    if m:
+        pat = "(" + m.group(1).lower()
+        domain, problem = state.domain.lower(), state.problem.lower()
+        init = problem.split(":init", 1)[-1]
+        effects = [part.split(":action", 1)[0] for part in domain.split(":effect")[1:]]
+        out.append(f"false_pre_in_init={pat in init}")
+        out.append(f"false_pre_in_effects={any(pat in e for e in effects)}")
+        out.append(f"false_pre_declared={pat in domain.split(':action', 1)[0]}")
+    step = _STEP_RE.search(state.validator_errors)
+    if step:
+        lines = [ln.strip().lower() for ln in state.plan.splitlines() if ln.strip() and not ln.startswith(";")]
+        i = int(step.group(1))
+        out.append(f"fail_step_repeats={2 <= i <= len(lines) and lines[i - 1] == lines[i - 2]}")
+        out.append(f"fail_step_first={i == 1}")
+    return out
 
 
 def hash_features(feats: Iterable[str], buckets: int = DEFAULT_BUCKETS) -> list[int]:

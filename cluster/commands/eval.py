@@ -1,0 +1,45 @@
+"""`halo eval`: run episodes with a trained policy and compare it with its baselines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("eval")
+    def eval_(
+        policy: Path = typer.Option(..., "--policy", help="trained model directory (manifest.json)"),
+        tasks: str = typer.Option(..., "--tasks", help="task spec, e.g. planbench:all:10"),
+        llm: str = typer.Option("sim", "--llm", help="sim: the simulated agent world"),
+        episodes: int = typer.Option(1, help="episodes (seeds) per task"),
+        teacher: str = typer.Option("rules+scripted:noise=0.3", help="policy spec of the teacher"),
+        held_out: bool = typer.Option(True, help="skip tasks the model was trained on"),
+        seed: int = typer.Option(1000, help="first episode seed"),
+        concurrency: int = typer.Option(4),
+        only: str = typer.Option("", help="comma-separated subset of model,teacher,random,majority"),
+    ) -> None:
+        """Print the comparison table: trained policy, teacher, random, majority class."""
+        from rollout.tasks.loaders import TaskSpecError, load_tasks
+        from train.evaluate import evaluate, format_rows
+        from train.evaluate import held_out as drop_trained
+        from train.manifest import ManifestError
+
+        if llm != "sim":
+            raise typer.BadParameter("only --llm sim is available offline")
+        try:
+            task_list = load_tasks(tasks)
+            if held_out:
+                task_list = drop_trained(task_list, policy)
+            if not task_list:
+                raise TaskSpecError(f"no tasks left in {tasks!r} (all were training tasks?)")
+            include = tuple(x.strip() for x in only.split(",") if x.strip()) or ("model", "teacher", "random",
+                                                                                 "majority")
+            rows, _ = evaluate(policy, task_list, teacher=teacher, episodes=episodes, seed=seed,
+                               concurrency=concurrency, include=include)
+        except (TaskSpecError, ManifestError, ValueError) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        typer.echo(f"{len(task_list)} tasks x {episodes} episodes, llm backend: sim\n")
+        typer.echo(format_rows(rows))

@@ -1,0 +1,75 @@
+"""`halo train`: fine-tune the orchestrator (LoRA/QLoRA on Ray Train) or fit the fast policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("train")
+    def train(
+        data: Path = typer.Option(..., "--data", help="dataset directory from `halo dataset build`"),
+        out: Path = typer.Option(..., "--out", help="artifact directory, e.g. halo-data/models/NAME"),
+        policy_class: str = typer.Option("llm", "--policy-class", help="llm | hashed_linear (the fast policy)"),
+        base_model: str = typer.Option("smollm2", "--base-model", help="model directory, or 'smollm2'"),
+        workers: int = typer.Option(1, help="Ray Train workers (DDP)"),
+        qlora: bool = typer.Option(None, "--qlora/--no-qlora", help="4-bit NF4 base (default: on with CUDA)"),
+        epochs: int = typer.Option(3),
+        max_steps: int = typer.Option(0, help="stop after this many optimizer steps (0: all epochs)"),
+        lr: float = typer.Option(2e-5),
+        warmup_steps: int = typer.Option(100),
+        batch_size: int = typer.Option(4, help="per-device batch"),
+        grad_accum: int = typer.Option(4),
+        max_length: int = typer.Option(2048),
+        lora_r: int = typer.Option(16),
+        lora_alpha: int = typer.Option(32),
+        lora_dropout: float = typer.Option(0.05),
+        lm_head: str = typer.Option("labels", help="labels | full | none: which LM-head rows train"),
+        max_train_examples: int = typer.Option(0, help="cap for short CPU runs (0: all)"),
+        max_val_examples: int = typer.Option(0),
+        checkpoint_every: int = typer.Option(0, help="extra checkpoint every N steps (0: per epoch)"),
+        resume: bool = typer.Option(True, help="resume from the newest checkpoint under --out"),
+        init_from: str = typer.Option("", help="continue from a previous artifact (same label set)"),
+        address: str = typer.Option("", help="Ray address of an existing cluster ('' = start in-process)"),
+        name: str = typer.Option("", help="model name in the manifest (default: --out's last component)"),
+    ) -> None:
+        """Train a policy; print its metrics and where the artifact is."""
+        from train.dataset import DatasetError
+
+        try:
+            if policy_class == "hashed_linear":
+                from train.fast_policy import train_fast_policy_dir
+
+                manifest = train_fast_policy_dir(data, out, name=name or out.name)
+            elif policy_class == "llm":
+                manifest = _train_llm(**locals())
+            else:
+                raise typer.BadParameter("--policy-class must be llm or hashed_linear")
+        except (DatasetError, FileNotFoundError, ValueError, RuntimeError) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        typer.echo(f"{manifest.policy_class} model {manifest.name} {manifest.version} -> {out}")
+        for key, value in sorted(manifest.metrics.items()):
+            typer.echo(f"  {key:>20}: {value:.4g}")
+
+
+def _train_llm(**kw: object) -> object:
+    import ray
+    import torch
+
+    from train.trainer import TrainConfig, train_llm
+
+    qlora = kw["qlora"] if kw["qlora"] is not None else torch.cuda.is_available()
+    fields = set(TrainConfig.__dataclass_fields__)
+    args = {k: v for k, v in kw.items() if k in fields and k not in {"data", "out", "qlora"}}
+    cfg = TrainConfig(data_dir=str(kw["data"]), out=str(kw["out"]), qlora=bool(qlora),
+                      use_gpu=torch.cuda.is_available(), **args)
+    if kw["address"]:
+        ray.init(address=str(kw["address"]))
+    try:
+        return train_llm(cfg)
+    finally:
+        if kw["address"]:
+            ray.shutdown()

@@ -1,0 +1,104 @@
+"""Evaluation of a trained policy in the refinement loop (`halo eval`).
+
+Every compared policy runs the same tasks with the same episode seeds (so the simulated world
+drafts the same faults), with the rules layer first: the trained model, the teacher that
+produced its data, a uniformly random policy and the majority-class policy. The table is the
+refinement-loop report of rollout/report.py, plus the mean latency of non-rule decisions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from rollout.policy import Policy
+from rollout.report import PolicySummary, format_markdown, summarize
+from rollout.tasks.base import Task
+from rollout.trajectory import EpisodeRecord
+
+TRAIN_TASKS_FILE = "train_tasks.json"
+
+
+def register_train_policies() -> None:
+    """`model:DIR` (a trained artifact) and `majority:DIR` (its majority class) for make_policy."""
+    from rollout.policies import register_policy_factory
+
+    def model_factory(params: str, seed: int) -> Policy:
+        from train.policies import load_policy
+
+        return load_policy(params)
+
+    def majority_factory(params: str, seed: int) -> Policy:
+        from train.policies import ConstantPolicy, majority_agent
+
+        return ConstantPolicy(majority_agent(params))
+
+    register_policy_factory("model", model_factory)
+    register_policy_factory("majority", majority_factory)
+
+
+def write_train_tasks(model_dir: str | Path, task_ids: list[str]) -> None:
+    (Path(model_dir) / TRAIN_TASKS_FILE).write_text(json.dumps(sorted(set(task_ids)), indent=1))
+
+
+def held_out(tasks: list[Task], model_dir: str | Path) -> list[Task]:
+    path = Path(model_dir) / TRAIN_TASKS_FILE
+    if not path.is_file():
+        return tasks
+    seen = set(json.loads(path.read_text()))
+    return [t for t in tasks if t.task_id not in seen]
+
+
+async def run_episodes(tasks: list[Task], policy_spec: str, *, seeds: list[int], run_id: str,
+                       concurrency: int = 4, max_steps: int = 10) -> list[EpisodeRecord]:
+    from rollout.episode import EpisodeConfig, run_episode
+    from rollout.policies import make_policy
+
+    sem = asyncio.Semaphore(concurrency)
+    policy = make_policy(policy_spec, seed=seeds[0] if seeds else 0)
+
+    async def one(task: Task, seed: int) -> EpisodeRecord:
+        async with sem:
+            return await run_episode(task, policy, EpisodeConfig(seed=seed, run_id=run_id, max_steps=max_steps))
+
+    try:
+        return list(await asyncio.gather(*[one(t, s) for t in tasks for s in seeds]))
+    finally:
+        policy.close()
+
+
+@dataclass
+class EvalRow:
+    label: str
+    spec: str
+    summary: PolicySummary
+    decision_ms: float
+
+
+def evaluate(model_dir: str | Path, tasks: list[Task], *, teacher: str, episodes: int = 1, seed: int = 0,
+             concurrency: int = 4, include: tuple[str, ...] = ("model", "teacher", "random", "majority"),
+             ) -> tuple[list[EvalRow], dict[str, list[EpisodeRecord]]]:
+    register_train_policies()
+    model_dir = Path(model_dir).resolve()
+    specs = {"model": f"rules+model:{model_dir}", "teacher": teacher, "random": "rules+random",
+             "majority": f"rules+majority:{model_dir}"}
+    seeds = [seed + k for k in range(episodes)]
+    rows: list[EvalRow] = []
+    records: dict[str, list[EpisodeRecord]] = {}
+    for label in include:
+        recs = asyncio.run(run_episodes(tasks, specs[label], seeds=seeds, run_id=f"eval-{label}",
+                                        concurrency=concurrency))
+        records[label] = recs
+        lat = [s.decision_latency_ms for r in recs for s in r.steps if not s.is_hardcoded]
+        rows.append(EvalRow(label, specs[label], summarize(f"{label} ({specs[label].split(':', 1)[0]})", recs),
+                            sum(lat) / len(lat) if lat else 0.0))
+    return rows, records
+
+
+def format_rows(rows: list[EvalRow]) -> str:
+    table = format_markdown([r.summary for r in rows])
+    lat = "\n".join(f"- {r.label}: `{r.spec}` — mean non-rule decision latency {r.decision_ms:.2f} ms"
+                    for r in rows)
+    return table + "\n\n" + lat
