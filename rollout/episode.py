@@ -238,8 +238,10 @@ def _step_record(step: int, state_json: str, decision: Decision, outcome: AgentO
         decision_latency_ms=decision.latency_ms, domain_after=after.domain, problem_after=after.problem,
         plan_after=after.plan, plan_found=after.plan_found, plan_valid=after.plan_valid,
         error_category=after.error_category, agent_ok=outcome.ok, agent_message=outcome.message,
-        llm_calls=outcome.llm_calls, tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out,
-        latency_ms=outcome.latency_ms, cost_usd=outcome.cost_usd,
+        # A step's LLM accounting covers both the orchestrator's decision (a prompted teacher) and the agent.
+        llm_calls=outcome.llm_calls + decision.llm_calls, tokens_in=outcome.tokens_in + decision.tokens_in,
+        tokens_out=outcome.tokens_out + decision.tokens_out, latency_ms=outcome.latency_ms,
+        cost_usd=outcome.cost_usd + decision.cost_usd,
     )
 
 
