@@ -60,10 +60,14 @@ class Worker:
             self._own_root = root = tempfile.mkdtemp(prefix="halo-worker-")
             prefix = []
         config = {"root": root, "fd_bin": str(fd_bin) if fd_bin else None, "wipe_root": level == "bwrap"}
-        argv = prefix + [exe, "-I", "-S", str(WORKER_SCRIPT.resolve()), json.dumps(config)]
+        # -s -S -P: no user site, no site-packages, no script dir on sys.path. Not -I, which would
+        # also ignore PYTHONHASHSEED: a fixed seed makes the translator's output (and so the
+        # plans) the same in every worker, run after run.
+        argv = prefix + [exe, "-s", "-S", "-P", str(WORKER_SCRIPT.resolve()), json.dumps(config)]
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  (lives as long as the worker)
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                     start_new_session=True, env=scrubbed_env(), cwd="/", close_fds=True)
+                                     start_new_session=True, env=dict(scrubbed_env(), PYTHONHASHSEED="0"),
+                                     cwd="/", close_fds=True)
         self.calls = 0
         try:
             hello = self._read(time.monotonic() + START_TIMEOUT_S)

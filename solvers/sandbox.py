@@ -76,6 +76,7 @@ def bwrap_argv(ro_paths: list[str], *, chdir: str = "/tmp") -> list[str]:
         argv += ["--ro-bind", path, path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--clearenv",
              "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8",
+             "--setenv", "PYTHONHASHSEED", "0",
              "--chdir", chdir, "--"]
     return argv
 

@@ -131,14 +131,14 @@ def test_memory_hungry_grounding_hits_memory_limit_and_the_worker_survives(bw_do
         :precondition (and (q ?a) (q ?b) (q ?c) (q ?d) (q ?e)) :effect (p ?a ?b ?c ?d ?e)))"""
     init = " ".join(f"(q o{i})" for i in range(60))
     problem = f"(define (problem boom1) (:domain boom) (:objects {objects}) (:init {init}) (:goal (p o1 o2 o3 o4 o5)))"
-    result = solvers.plan(domain, problem, limits=Limits(timeout_s=30, memory_mb=200))
+    result = solvers.plan(domain, problem, limits=Limits(timeout_s=120, memory_mb=100))
     assert result.category is ErrorCategory.MEMORY_LIMIT, (result.message, result.output_tail[-500:])
     assert solvers.plan(bw_domain, bw_problem).ok
 
 
 def test_memory_hungry_search_hits_memory_limit(bw_domain):
     result = solvers.plan(bw_domain, _bigger_blocks(""), search="astar(blind())",
-                          limits=Limits(timeout_s=60, memory_mb=80))
+                          limits=Limits(timeout_s=120, memory_mb=64))
     assert result.category is ErrorCategory.MEMORY_LIMIT, (result.message, result.output_tail[-500:])
 
 
