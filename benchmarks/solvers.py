@@ -89,6 +89,23 @@ def throughput(level: str, workers: int, domain: str, instances: list[tuple[str,
         pool.close()
 
 
+def bwrap_start_ms(samples: int = 15) -> float | None:
+    """What one bubblewrap start costs: the price a per-call bwrap design would pay every call."""
+    import subprocess
+
+    from solvers.sandbox import bwrap_argv, bwrap_path
+
+    if bwrap_path() is None or solvers.sandbox_level() != "bwrap":
+        return None
+    argv = bwrap_argv([]) + ["/usr/bin/true"]
+    times = []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        subprocess.run(argv, check=False, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env={"PATH": "/usr/bin"})
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, default=60)
@@ -124,6 +141,7 @@ def main() -> None:
     one = throughput(level, 1, domain, instances, args.rounds)
     two = throughput(level, 2, domain, instances, args.rounds)
 
+    bwrap_ms = bwrap_start_ms()
     speedup = statistics.median(ratios)
     overhead = statistics.median(fast_s) / statistics.median(bare_s)
     scaling = two / one
@@ -131,6 +149,8 @@ def main() -> None:
         ("stock fast-downward.py driver (no sandbox)", f"{statistics.median(stock_s) * 1000:8.1f} ms/call"),
         (f"fast path, sandbox '{level}'", f"{statistics.median(fast_s) * 1000:8.1f} ms/call"),
         ("fast path, no sandbox", f"{statistics.median(bare_s) * 1000:8.1f} ms/call"),
+        ("one bwrap start (per-call bwrap would add this)",
+         f"{bwrap_ms:8.1f} ms" if bwrap_ms is not None else "     n/a"),
         (f"throughput, 1 worker ({level})", f"{one:8.1f} calls/s"),
         (f"throughput, 2 workers ({level})", f"{two:8.1f} calls/s"),
     ]
@@ -151,7 +171,8 @@ def main() -> None:
     if args.json:
         print(json.dumps({"speedup": speedup, "overhead": overhead, "scaling": scaling,
                           "stock_ms": statistics.median(stock_s) * 1000, "fast_ms": statistics.median(fast_s) * 1000,
-                          "bare_ms": statistics.median(bare_s) * 1000, "throughput_1": one, "throughput_2": two,
+                          "bare_ms": statistics.median(bare_s) * 1000,
+                          "bwrap_start_ms": bwrap_ms, "throughput_1": one, "throughput_2": two,
                           "sandbox": level, "instances": len(instances), "costs_identical": not mismatches}))
     if mismatches:
         raise SystemExit(1)

@@ -39,6 +39,10 @@ class WorkerError(RuntimeError):
     pass
 
 
+class WorkerGone(WorkerError):
+    """The worker was dead before it took the request: the call never ran, so it may be retried."""
+
+
 def _ro_paths() -> list[str]:
     _, runtime_dirs = python_runtime()
     paths = list(runtime_dirs) + [str(WORKER_SCRIPT.resolve())]
@@ -110,7 +114,11 @@ class Worker:
             self.proc.stdin.write(struct.pack(">Q", len(body)) + body)
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError) as exc:
-            raise WorkerError(f"worker gone: {exc}") from None
+            raise WorkerGone(f"worker gone: {exc}") from None
+        try:
+            self._read(min(answer_deadline, time.monotonic() + START_TIMEOUT_S))  # the ack
+        except WorkerError as exc:
+            raise WorkerGone(f"worker gone: {exc}") from None
         self.calls += 1
         return self._read(answer_deadline)
 
@@ -240,10 +248,9 @@ class WorkerPool:
                 answer = worker.call(payload, sent_at + limits.timeout_s + ANSWER_GRACE_S)
             except WorkerError as exc:
                 self._release(worker, broken=True)
-                # A worker that died while idle is replaced once; a call that broke its worker
-                # (or hung it) is reported, not repeated.
-                if attempt == 0 and worker.calls <= 1 and time.monotonic() - sent_at < 0.5 \
-                        and "gone" in str(exc):
+                # A worker that died while idle is replaced once; a call that broke its worker,
+                # or hung it, is reported, not repeated.
+                if attempt == 0 and isinstance(exc, WorkerGone):
                     continue
                 return RunResult(None, level=self.level, error=f"solver worker failed: {exc}",
                                  wall_s=time.monotonic() - sent_at,

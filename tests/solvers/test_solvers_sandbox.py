@@ -176,3 +176,28 @@ def test_rlimits_level_also_confines_time_and_cleans_up():
     ok = sandbox.run(["/usr/bin/cat", "x"], files={"x": b"\x00\xffbytes"}, level="rlimits")
     assert ok.returncode == 0 and ok.output.endswith("bytes")
     assert stray_processes() == []
+
+
+def test_a_call_that_kills_its_worker_is_a_crash_and_the_next_call_works(bw_domain, bw_problem):
+    killer = py("import os, signal, time\nos.kill(os.getppid(), signal.SIGKILL)\ntime.sleep(2)",
+                limits=Limits(timeout_s=10))
+    assert killer.returncode is None and "worker" in killer.error
+    assert solvers.plan(bw_domain, bw_problem).ok
+    assert stray_processes() == []
+
+
+def test_a_worker_that_died_while_idle_is_replaced(bw_domain, bw_problem):
+    import os
+    import signal
+
+    import psutil
+
+    from solvers.pool import get_pool
+
+    assert solvers.plan(bw_domain, bw_problem).ok
+    for top in get_pool().worker_pids():
+        for proc in [psutil.Process(top), *psutil.Process(top).children(recursive=True)]:
+            if "_worker.py" in " ".join(proc.cmdline()):
+                os.kill(proc.pid, signal.SIGKILL)
+    time.sleep(0.2)
+    assert solvers.plan(bw_domain, bw_problem).ok
