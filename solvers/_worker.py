@@ -395,6 +395,8 @@ def main() -> None:
     os.dup2(2, 1)  # stray prints (none expected) go to stderr, never into the protocol
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if config.get("parent_pid") and os.getppid() != config["parent_pid"]:
+        return  # the client died before the death signal was armed
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     if config.get("fd_bin"):
         sys.path.insert(0, config["fd_bin"])

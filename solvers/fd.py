@@ -81,6 +81,14 @@ _MEMORY_PATTERNS = re.compile(r"MemoryError|bad_alloc|out of memory|Memory limit
 _TEMPORAL_RE = re.compile(r"\(\s*:durative-action\b", re.I)
 
 
+_FALLBACK_ALIASES = {
+    "lama-first": ["--search", "let(hlm, eval_modify_costs(landmark_sum(lm_factory=lm_reasonable_orders_hps("
+                   "lm_rhw()),pref=false),cost_type=one),let(hff, eval_modify_costs(ff(),cost_type=one),"
+                   "lazy_greedy([hff,hlm],preferred=[hff,hlm],cost_type=one,reopen_closed=false)))"],
+    "seq-opt-lmcut": ["--search", OPTIMAL_SEARCH],
+}
+
+
 @functools.lru_cache(maxsize=1)
 def aliases() -> dict[str, list[str]]:
     """The stock driver's aliases (read from its file, so the configurations are identical)."""
@@ -88,16 +96,24 @@ def aliases() -> dict[str, list[str]]:
     if root is None:
         return {}
     namespace: dict = {}
-    source = (root / "driver" / "aliases.py").read_text()
+    try:
+        source = (root / "driver" / "aliases.py").read_text()
+    except OSError:
+        return dict(_FALLBACK_ALIASES)
     # The module ends by listing portfolio files; only the ALIASES table is needed.
     source = source.split("PORTFOLIOS = {}", 1)[0].replace("from .util import DRIVER_DIR", "DRIVER_DIR = None")
     source = source.replace("PORTFOLIO_DIR = DRIVER_DIR / \"portfolios\"", "")
-    exec(compile(source, str(root / "driver" / "aliases.py"), "exec"), namespace)  # noqa: S102
-    return {name: list(args) for name, args in namespace["ALIASES"].items()}
+    try:
+        exec(compile(source, str(root / "driver" / "aliases.py"), "exec"), namespace)  # noqa: S102
+        return {name: list(args) for name, args in namespace["ALIASES"].items()}
+    except Exception:  # a future wheel with a different file: keep the two configurations we name
+        return dict(_FALLBACK_ALIASES)
 
 
 def search_args(alias: str, search: str | None) -> list[str]:
-    if search:
+    if search is not None:
+        if not isinstance(search, str) or not search.strip() or search.lstrip().startswith("-"):
+            raise ValueError(f"search must be a search expression such as {OPTIMAL_SEARCH!r}, got {search!r}")
         return ["--search", search]
     table = aliases()
     if alias in ("optimal", "astar-lmcut"):

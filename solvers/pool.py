@@ -63,7 +63,9 @@ class Worker:
         else:
             self._own_root = root = tempfile.mkdtemp(prefix="halo-worker-")
             prefix = []
-        config = {"root": root, "fd_bin": str(fd_bin) if fd_bin else None, "wipe_root": level == "bwrap"}
+        config = {"root": root, "fd_bin": str(fd_bin) if fd_bin else None, "wipe_root": level == "bwrap",
+                  # Outside bwrap the worker's parent is this process (inside, it is bwrap's init).
+                  "parent_pid": None if level == "bwrap" else os.getpid()}
         # -s -S -P: no user site, no site-packages, no script dir on sys.path. Not -I, which would
         # also ignore PYTHONHASHSEED: a fixed seed makes the translator's output (and so the
         # plans) the same in every worker, run after run.

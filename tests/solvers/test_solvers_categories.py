@@ -151,6 +151,8 @@ def test_bad_arguments_raise(bw_domain, bw_problem):
         solvers.plan(bw_domain.encode(), bw_problem)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="timeout"):
         Limits(timeout_s=0)
+    with pytest.raises(ValueError, match="search"):
+        solvers.plan(bw_domain, bw_problem, search="--help")
     with pytest.raises(ValueError, match="sandbox"):
         solvers.plan(bw_domain, bw_problem, sandbox="docker")
 
