@@ -34,15 +34,16 @@ def _train_loop(config: dict[str, Any]) -> None:
 
     import ray.train
     import torch
-    from ray.train.torch import prepare_model
+    from ray.train.torch import get_device, prepare_model
 
     torch.manual_seed(config["seed"])
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     rows = [r for i, r in enumerate(config["rows"]) if i % world == rank]
     labels = [y for i, y in enumerate(config["labels"]) if i % world == rank]
-    w0 = torch.tensor(config["w0"], dtype=torch.float32)
-    b0 = torch.tensor(config["b0"], dtype=torch.float32)
+    device = get_device()  # cpu, or this worker's GPU with use_gpu
+    w0 = torch.tensor(config["w0"], dtype=torch.float32, device=device)
+    b0 = torch.tensor(config["b0"], dtype=torch.float32, device=device)
 
     class HashedLinear(torch.nn.Module):
         def __init__(self) -> None:
@@ -56,9 +57,9 @@ def _train_loop(config: dict[str, Any]) -> None:
 
     model = prepare_model(HashedLinear())
     core = model.module if hasattr(model, "module") else model
-    flat = torch.tensor([c for r in rows for c in r], dtype=torch.long)
-    offsets = torch.tensor(np.cumsum([0] + [len(r) for r in rows[:-1]]).tolist(), dtype=torch.long)
-    target = torch.tensor(labels, dtype=torch.long)
+    flat = torch.tensor([c for r in rows for c in r], dtype=torch.long, device=device)
+    offsets = torch.tensor(np.cumsum([0] + [len(r) for r in rows[:-1]]).tolist(), dtype=torch.long, device=device)
+    target = torch.tensor(labels, dtype=torch.long, device=device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config["lr"])
     loss = torch.tensor(0.0)
     for _ in range(config["epochs"]):
@@ -72,8 +73,8 @@ def _train_loop(config: dict[str, Any]) -> None:
     metrics = {"train_loss": float(loss) * world, "examples": len(rows)}
     if rank == 0:
         with tempfile.TemporaryDirectory() as tmp:
-            np.savez(os.path.join(tmp, "weights.npz"), weights=core.emb.weight.detach().numpy(),
-                     bias=core.bias.detach().numpy())
+            np.savez(os.path.join(tmp, "weights.npz"), weights=core.emb.weight.detach().cpu().numpy(),
+                     bias=core.bias.detach().cpu().numpy())
             ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(tmp))
     else:
         ray.train.report(metrics)
@@ -121,7 +122,8 @@ def finetune_fast(examples: list[Example], out_dir: Path, *, init_dir: Path | No
         train_loop_config={"rows": [[col[b] for b in r] for r in feats], "labels": [e.agent_id for e in train],
                            "w0": w0.tolist(), "b0": init_b.tolist(), "epochs": settings.epochs,
                            "lr": settings.lr, "l2": settings.l2, "n_total": len(train), "seed": 0},
-        scaling_config=ScalingConfig(num_workers=settings.workers, use_gpu=settings.use_gpu),
+        # No more workers than examples: every worker needs a non-empty shard.
+        scaling_config=ScalingConfig(num_workers=max(1, min(settings.workers, len(train))), use_gpu=settings.use_gpu),
         run_config=RunConfig(name=f"{name}-{version}", storage_path=str(storage_path)),
     )
     result = trainer.fit()

@@ -13,8 +13,10 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 import ray
 
@@ -44,8 +46,12 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory):
+    from ray import serve
+
+    from cluster.serve_entry import app as decision_app
     from serve.config import ServeConfig
-    from serve.launcher import start_service, stop_service
+    from serve.launcher import RunningService, ensure_serve, stop_service, wait_ready
+    from serve.registry import get_registry
 
     root = tmp_path_factory.mktemp("loop")
     store_url = str(root / "store")
@@ -58,8 +64,15 @@ def world(tmp_path_factory: pytest.TempPathFactory):
                                             episodes=24, replicas=1, run_id="teacher-0", progress=False), store=store)
         assert teacher.status == "completed" and teacher.committed == 24
         v0 = train_fast_policy(store.read_episodes(["teacher-0"]), root / "v0", check="oracle", name="bootstrap")
-        service = start_service(ServeConfig(model=str(root / "v0"), host="127.0.0.1", port=_free_port(),
-                                            num_replicas=1, replica_num_cpus=0.5, feedback_store=store_url))
+        # Started the way the RayService starts it: Serve runs the application builder its
+        # serveConfigV2 names (cluster.serve_entry:app) with the config as args.
+        config = ServeConfig(model=str(root / "v0"), host="127.0.0.1", port=_free_port(), num_replicas=1,
+                             replica_num_cpus=0.5, feedback_store=store_url)
+        owns_serve = ensure_serve(config)
+        serve.run(decision_app(config.to_dict()), name=config.app_name, route_prefix=config.route_prefix)
+        service = RunningService(config, get_registry(config.registry_name, config.registry_namespace),
+                                 owns_ray=False, owns_serve=owns_serve)
+        wait_ready(service.url, 120)
         yield {"root": root, "store": store, "service": service, "v0": v0}
     finally:
         if service is not None:
@@ -139,6 +152,10 @@ def test_two_cycles_with_crashes_resume_without_duplicate_training_or_promotion(
     trained_on = {e.task_id for e in store.read_episodes(snap2["runs"]) if e.episode_id in set(snap2["new"])}
     assert trained_on and not trained_on & holdout
     assert c2["warm_start_from"]["version"] == c1["version"]
+    # Warm start: the cycle-2 model keeps every feature row of the cycle-1 model it started from.
+    with np.load(Path(store.fs_path(f"models/loop-ci/{c1['version']}/weights.npz"))) as w1, \
+            np.load(Path(store.fs_path(f"models/loop-ci/{c2['version']}/weights.npz"))) as w2:
+        assert set(w1["buckets"].tolist()) <= set(w2["buckets"].tolist())
 
     # The promoted model answers the next student rollouts and production decisions.
     next_run = third._rollout_batch(3, 0)
