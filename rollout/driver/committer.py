@@ -1,4 +1,4 @@
-"""The single committer: batches finished episodes and commits them to the store.
+"""The single committer: batches finished episodes (as Arrow step rows) and commits them to the store.
 
 One thread, one writer per run. A batch is committed when it reaches `max_rows` step rows or
 `max_episodes` episodes, or when its oldest episode has waited `max_age_s`. A storage outage
@@ -12,8 +12,9 @@ import queue
 import threading
 import time
 
+import pyarrow as pa
+
 from rollout.store import StoreUnavailable, TrajectoryStore
-from rollout.trajectory import EpisodeRecord
 
 log = logging.getLogger(__name__)
 _FLUSH = object()
@@ -47,14 +48,14 @@ class Committer:
         with self._lock:
             return self._pending
 
-    def submit(self, record: EpisodeRecord) -> bool:
+    def submit(self, rows: pa.Table) -> bool:
         """Queue a finished episode; False once the committer has stopped on a failure (the job then
         stops too, and the episode is re-run when the job is resumed)."""
         if self.failure is not None:
             return False
         with self._lock:
             self._pending += 1
-        self._queue.put(record)
+        self._queue.put(rows)
         return True
 
     def close(self, timeout_s: float | None = None) -> None:
@@ -63,7 +64,7 @@ class Committer:
         self._thread.join(timeout_s)
 
     def _loop(self) -> None:
-        batch: list[EpisodeRecord] = []
+        batch: list[pa.Table] = []
         rows = 0
         oldest = 0.0
         while True:
@@ -73,11 +74,11 @@ class Committer:
             except queue.Empty:
                 item = None
             closing = item is _FLUSH
-            if isinstance(item, EpisodeRecord):
+            if isinstance(item, pa.Table):
                 if not batch:
                     oldest = time.monotonic()
                 batch.append(item)
-                rows += item.num_steps
+                rows += item.num_rows
             due = batch and (closing or rows >= self.max_rows or len(batch) >= self.max_episodes
                              or time.monotonic() - oldest >= self.max_age_s)
             if due:
@@ -87,10 +88,10 @@ class Committer:
             if closing:
                 return
 
-    def _commit(self, batch: list[EpisodeRecord]) -> bool:
+    def _commit(self, batch: list[pa.Table]) -> bool:
         t0 = time.perf_counter()
         try:
-            new = self.store.write_episodes(self.run_id, batch)
+            new = self.store.write_table(self.run_id, pa.concat_tables(batch).combine_chunks())
         except StoreUnavailable as exc:
             self.failure = exc
             return False
@@ -101,7 +102,7 @@ class Committer:
         self.commit_s += time.perf_counter() - t0
         self.commits += 1
         self.committed += new
-        self.rows += sum(r.num_steps for r in batch)
+        self.rows += sum(t.num_rows for t in batch)
         with self._lock:
             self._pending -= len(batch)
         return True

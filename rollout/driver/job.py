@@ -20,13 +20,21 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from rollout.driver.aimd import AIMDWindow
 from rollout.driver.committer import Committer
 from rollout.driver.plan import EpisodeSpec, default_run_id, plan_episodes
 from rollout.driver.progress import ProgressDisplay, ProgressStats
-from rollout.driver.worker import EpisodeFn, RolloutWorker, WorkerResult, WorkerSetup, parse_llm_spec
+from rollout.driver.worker import (
+    EpisodeFn,
+    EpisodeSummary,
+    RolloutWorker,
+    WorkerResult,
+    WorkerSetup,
+    parse_llm_spec,
+)
 from rollout.store import QuarantinedTask, RetryPolicy, RunMeta, StoreUnavailable, TrajectoryStore, check_run_id
-from rollout.trajectory import EpisodeRecord
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +83,12 @@ class RolloutSummary:
     quarantined: list[QuarantinedTask]
     errors: dict[str, int]
     wall_s: float
+    startup_s: float  # starting the workers (until each answered once)
+    run_s: float  # from dispatching the first episode to the last commit
     workers: int
     cpus_used: int
     solver_cpu_s: float
+    worker_cpu_s: float  # CPU time of the worker process trees (episodes, sim agents, policy, solvers)
     peak_rss_mb: float
     worker_restarts: int
     retries: int
@@ -138,6 +149,9 @@ class RolloutJob:
         self.peak_rss_mb = 0.0
         self.solver_cpu_s = 0.0
         self._stop_reason = ""
+        self.startup_s = 0.0
+        self._worker_cpu: dict[int, float] = {}  # pid -> CPU seconds of its process tree, last seen
+        self._t_dispatch = self._t_end = 0.0
         self.faults: dict[str, _TaskFaults] = {}
 
     # ---- public --------------------------------------------------------------------------
@@ -157,6 +171,7 @@ class RolloutJob:
             with display:
                 if todo:
                     self._start_workers(len(todo))
+                    self.stats.started = self._t_dispatch = time.monotonic()
                     status, message = self._loop(state, committer, display)
         except KeyboardInterrupt:
             status, message = "interrupted", "stopped by Ctrl-C; re-run the same command to resume"
@@ -164,6 +179,7 @@ class RolloutJob:
             self._stop_workers()
             committer.close()
             self.stats.committed = committer.committed
+            self._t_end = time.monotonic()
         if committer.failure is not None:
             status = "failed"
             message = str(committer.failure)
@@ -255,17 +271,18 @@ class RolloutJob:
             return
         self._release(ref, state)
         self.peak_rss_mb = max(self.peak_rss_mb, result.peak_rss_mb)
-        record = result.record
-        if record is None or (record.error and not record.steps):
-            kind = "episode_exception" if record is None else "episode_error"
+        self._worker_cpu[result.worker_pid] = max(self._worker_cpu.get(result.worker_pid, 0.0), result.cpu_s)
+        summary = result.summary
+        if summary is None or result.rows is None:  # raised, or ended on an error before any step
+            kind = "episode_exception" if summary is None else "episode_error"
             self.stats.errors[kind] += 1
             slot.window.on_result(ok=False)
-            error = result.error if record is None else record.error
+            error = result.error if summary is None else summary.error
             self._strike(spec, error, state, requeue=state.pending)
             return
-        slot.window.on_result(ok=not record.error, llm_latency_ms=result.llm_latency_ms,
+        slot.window.on_result(ok=not summary.error, llm_latency_ms=result.llm_latency_ms,
                               solver_wait_s=result.solver_wait_s, solver_run_s=result.solver_run_s)
-        self._accept(record, committer)
+        self._accept(summary, result.rows, committer)
 
     def _release(self, ref: Any, state: _State) -> None:
         _, slot = state.in_flight.pop(ref)
@@ -273,8 +290,8 @@ class RolloutJob:
         if slot.solo and slot.in_flight == 0:
             slot.solo = False
 
-    def _accept(self, record: EpisodeRecord, committer: Committer) -> None:
-        if not committer.submit(record):
+    def _accept(self, record: EpisodeSummary, rows: pa.Table, committer: Committer) -> None:
+        if not committer.submit(rows):
             return
         s = self.stats
         s.done += 1
@@ -285,8 +302,7 @@ class RolloutJob:
         if record.error:
             s.errors["episode_error"] += 1
         elif not record.success_validator:
-            last = record.steps[-1].error_category if record.steps else ""
-            s.errors[f"unsolved:{last or 'budget'}"] += 1
+            s.errors[f"unsolved:{record.last_error_category or 'budget'}"] += 1
         self.solver_cpu_s += record.solver_cpu_s
 
     def _worker_died(self, slot: _Slot, state: _State) -> None:
@@ -352,6 +368,9 @@ class RolloutJob:
                               else 4 * replicas + 4)
         self.slots = [self._new_slot(i) for i in range(replicas)]
         self.stats.workers = replicas
+        t0 = time.monotonic()
+        ray.get([slot.actor.pid.remote() for slot in self.slots])  # fail early if a worker cannot start
+        self.startup_s = time.monotonic() - t0
 
     def _new_slot(self, index: int) -> _Slot:
         initial = self.config.initial_window or 2 * self.config.cpus_per_worker
@@ -417,8 +436,10 @@ class RolloutJob:
             run_id=self.run_id, status=status, store_url=self.store.url, requested=len(self.specs),
             resumed=self.stats.resumed, committed=committer.committed, succeeded=self.stats.succeeded,
             dropped=self.stats.dropped, quarantined=quarantined, errors=dict(self.stats.errors), wall_s=wall_s,
+            startup_s=self.startup_s, run_s=max(0.0, self._t_end - self._t_dispatch) if self._t_dispatch else 0.0,
             workers=len(self.slots), cpus_used=len(self.slots) * self.config.cpus_per_worker,
-            solver_cpu_s=self.solver_cpu_s, peak_rss_mb=self.peak_rss_mb, worker_restarts=self.worker_restarts,
+            solver_cpu_s=self.solver_cpu_s, worker_cpu_s=sum(self._worker_cpu.values()),
+            peak_rss_mb=self.peak_rss_mb, worker_restarts=self.worker_restarts,
             retries=self.stats.retries, commits=committer.commits, commit_s=committer.commit_s,
             rows_committed=committer.rows, message=message,
         )

@@ -20,6 +20,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from rollout.driver.plan import EpisodeSpec
 from rollout.tasks.base import Task
 from rollout.trajectory import EpisodeRecord
@@ -41,16 +43,39 @@ class WorkerSetup:
     episode_fn: EpisodeFn | None = None  # None: rollout.episode.run_episode
 
 
+@dataclass(frozen=True)
+class EpisodeSummary:
+    """What the driver needs of a finished episode (progress, faults); the rows go to the committer."""
+
+    episode_id: str
+    task_id: str
+    num_steps: int
+    success_validator: bool
+    success_oracle: bool | None
+    error: str
+    last_error_category: str
+    solver_cpu_s: float
+
+    @classmethod
+    def of(cls, record: EpisodeRecord) -> EpisodeSummary:
+        last = record.steps[-1].error_category if record.steps else ""
+        return cls(record.episode_id, record.task_id, record.num_steps, bool(record.success_validator),
+                   record.success_oracle, record.error, last, record.solver_cpu_s)
+
+
 @dataclass
 class WorkerResult:
     spec: EpisodeSpec
-    record: EpisodeRecord | None
+    summary: EpisodeSummary | None
+    # The episode's step rows in STEP_SCHEMA, converted here so the single committer only writes.
+    rows: pa.Table | None = None
     error: str = ""  # an exception that escaped the episode (the episode function itself broke)
     llm_latency_ms: float | None = None
     solver_wait_s: float = 0.0
     solver_run_s: float = 0.0
     worker_pid: int = 0
     peak_rss_mb: float = 0.0
+    cpu_s: float = 0.0  # CPU time of the worker's process tree (itself + solver processes) so far
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -151,8 +176,30 @@ class RolloutWorker:
         if record is not None and record.total_llm_calls:
             llm_steps = [st for st in record.steps if st.llm_calls]
             latency = sum(st.latency_ms for st in llm_steps) / max(1, sum(st.llm_calls for st in llm_steps))
+        rows = None
+        if record is not None and record.steps:
+            from rollout.store.trajectory_store import episodes_to_arrow
+
+            rows = episodes_to_arrow([record])
         return WorkerResult(
-            spec=spec, record=record, error=error, llm_latency_ms=latency,
+            spec=spec, summary=EpisodeSummary.of(record) if record is not None else None, rows=rows, error=error,
+            llm_latency_ms=latency,
             solver_wait_s=self.executor.wait_s, solver_run_s=self.executor.run_s, worker_pid=os.getpid(),
-            peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+            peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, cpu_s=_tree_cpu_s(),
         )
+
+
+def _tree_cpu_s() -> float:
+    """CPU seconds used by this process, its finished children and its live descendants."""
+    import psutil
+
+    me = psutil.Process()
+    t = me.cpu_times()
+    total = t.user + t.system + t.children_user + t.children_system
+    for child in me.children(recursive=True):
+        try:
+            c = child.cpu_times()
+            total += c.user + c.system
+        except psutil.Error:
+            continue
+    return total

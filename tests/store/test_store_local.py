@@ -168,3 +168,40 @@ def test_models_live_under_the_store(tmp_path):
     assert (tmp_path / "copy" / "adapter" / "weights.bin").read_bytes() == b"\x00\x01" * 100
     with pytest.raises(FileNotFoundError):
         store.download_dir("models/missing", tmp_path / "x")
+
+
+def test_fast_arrow_conversion_matches_the_contract_conversion():
+    from rollout.store.trajectory_store import episodes_to_arrow
+    from rollout.trajectory import episodes_to_table
+
+    episodes = make_episodes("run-a", 30)
+    assert episodes_to_arrow(episodes).equals(episodes_to_table(episodes))
+    assert episodes_to_arrow([]).equals(episodes_to_table([]))
+
+
+def test_write_table_commits_whole_episodes_once(tmp_path):
+    from rollout.store.trajectory_store import episodes_to_arrow
+
+    store = TrajectoryStore(tmp_path)
+    assert store.write_table("run-a", episodes_to_arrow(make_episodes("run-a", 10))) == 10
+    assert store.write_table("run-a", episodes_to_arrow(make_episodes("run-a", 15))) == 5
+    assert store.write_table("run-a", episodes_to_arrow(make_episodes("run-a", 15))) == 0
+    assert store.read_episodes(["run-a"]) == sorted(make_episodes("run-a", 15), key=lambda e: e.episode_id)
+    assert store.write_table("run-a", episodes_to_arrow([])) == 0
+
+
+@pytest.mark.parametrize("mangle, message", [
+    (lambda t: t.drop_columns(["state_json"]), "lacks step-schema column"),
+    (lambda t: t.slice(1), "incomplete or repeated"),
+    (lambda t: t.__class__.from_batches(t.to_batches() * 2), "incomplete or repeated"),
+    (lambda t: t.set_column(t.schema.get_field_index("run_id"), "run_id",
+                            __import__("pyarrow").array(["run-b"] * t.num_rows)), "not only 'run-a'"),
+    (lambda t: t.to_pylist(), "takes a pyarrow Table"),
+])
+def test_write_table_rejects_bad_tables(tmp_path, mangle, message):
+    from rollout.store.trajectory_store import episodes_to_arrow
+
+    store = TrajectoryStore(tmp_path)
+    with pytest.raises(StoreError, match=message):
+        store.write_table("run-a", mangle(episodes_to_arrow(make_episodes("run-a", 3, steps=3))))
+    assert store.version() is None
