@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
         planner: str = typer.Option("fd", help="fd | temporal"),
         validate: bool = typer.Option(False, "--validate", help="check the plan with the validator"),
         as_json: bool = typer.Option(False, "--json", help="print JSON"),
-        timeout: float = typer.Option(10.0, help="wall-clock limit in seconds"),
+        timeout: float = typer.Option(10.0, min=0.1, help="wall-clock limit in seconds"),
     ) -> None:
         """Plan a task; print the plan (and the validator's verdict)."""
         import solvers
