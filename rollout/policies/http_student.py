@@ -9,6 +9,7 @@ honouring Retry-After; client errors (401, 413, 422) are not retried.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import time
@@ -18,6 +19,7 @@ import httpx
 
 from rollout.policy import Decision, Policy
 from rollout.state import EpisodeState
+from rollout.trajectory import EpisodeRecord
 
 API_KEY_ENV = "HALO_SERVE_API_KEY"
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -122,6 +124,14 @@ class StudentHTTPPolicy(Policy):
             await asyncio.sleep(self._delay(attempt, response))
         raise AssertionError("unreachable")
 
+    def send_feedback(self, record: EpisodeRecord) -> dict[str, Any]:
+        """POST a finished episode to /v1/feedback (idempotent by episode_id); returns the answer."""
+        response = self._sync_client().post("/v1/feedback", json=feedback_payload(record))
+        if response.status_code != 200:
+            raise StudentServiceError(f"feedback refused with {response.status_code}: {response.text[:300]}",
+                                      response.status_code)
+        return response.json()
+
     def _decide(self, state: EpisodeState) -> Decision:  # decide() is overridden; kept for the ABC
         return self.decide(state)
 
@@ -147,6 +157,26 @@ def _stamp(decision: Decision, t0: float) -> Decision:
     """Latency as the client saw it (network included); the service's own time is in `reason`-free data."""
     return Decision(decision.agent_id, decision.decided_by, (time.perf_counter() - t0) * 1000.0, decision.reason,
                     decision.policy_version)
+
+
+_FEEDBACK_STEP_FIELDS = ("step", "agent_id", "decided_by", "decision_reason", "decision_latency_ms", "domain_after",
+                         "problem_after", "plan_after", "plan_found", "plan_valid", "error_category", "agent_ok",
+                         "agent_message", "llm_calls", "tokens_in", "tokens_out", "latency_ms", "cost_usd")
+
+
+def feedback_payload(record: EpisodeRecord) -> dict[str, Any]:
+    """The /v1/feedback body for an episode record (the service rebuilds the record from it)."""
+    steps = []
+    for step in record.steps:
+        row = {name: getattr(step, name) for name in _FEEDBACK_STEP_FIELDS}
+        row["state"] = json.loads(step.state_json)
+        steps.append(row)
+    return {"episode_id": record.episode_id, "llm_backend": record.llm_backend,
+            "success_validator": record.success_validator, "success_oracle": record.success_oracle,
+            "task_id": record.task_id, "family": record.family, "domain_name": record.domain_name,
+            "policy_name": record.policy_name, "policy_version": record.policy_version,
+            "final_plan": record.final_plan, "natural_language_plan": record.natural_language_plan,
+            "seed": record.seed, "wall_s": record.wall_s, "steps": steps}
 
 
 def student_factory(params: str, seed: int) -> Policy:
