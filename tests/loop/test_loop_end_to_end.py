@@ -106,6 +106,8 @@ def test_two_cycles_with_crashes_resume_without_duplicate_training_or_promotion(
     serving = ServingClient(config.serve_url)
     lines: list[str] = []
 
+    feedback_id = _post_feedback(config.serve_url)
+
     # Run 1: cycle 1 completes; cycle 2 dies after uploading its candidate, before recording it.
     first = LoopRunner(config, store=store, hooks=_crash_at("c0002.train"), echo=lines.append)
     with pytest.raises(SimulatedCrash):
@@ -147,6 +149,7 @@ def test_two_cycles_with_crashes_resume_without_duplicate_training_or_promotion(
     snap1 = log.get_json(log.get("c0001.collect").data["snapshot_file"])
     snap2 = log.get_json(log.get("c0002.collect").data["snapshot_file"])
     assert not set(snap1["new"]) & set(snap2["new"])
+    assert feedback_id in snap1["new"]  # an accepted episode that came in through /v1/feedback
     assert snap2["old"] and set(snap2["old"]) <= set(snap1["new"])
     holdout = set(log.get("init").data["holdout_task_ids"])
     trained_on = {e.task_id for e in store.read_episodes(snap2["runs"]) if e.episode_id in set(snap2["new"])}
@@ -175,6 +178,33 @@ def test_two_cycles_with_crashes_resume_without_duplicate_training_or_promotion(
     assert len(rows) == 2 and all(line.rstrip().endswith("done") for line in rows)
     assert c2["version"] in out.stdout and "promote" in out.stdout
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _post_feedback(url: str) -> str:
+    """A client's accepted episode (run in this process, on a non-held-out task) sent to /v1/feedback."""
+    import json
+
+    from rollout.episode import EpisodeConfig, run_episode_sync
+    from rollout.policies import make_policy
+    from rollout.tasks import load_tasks
+
+    task = load_tasks(TASKS)[6]
+    for seed in range(100, 130):
+        ep = run_episode_sync(task, make_policy("rules+scripted", seed=seed), EpisodeConfig(seed=seed, run_id="client"))
+        if ep.success_oracle:
+            break
+    else:
+        pytest.fail("the scripted policy solved no episode to send as feedback")
+    step_fields = ("decided_by", "domain_after", "problem_after", "plan_after", "plan_found", "plan_valid",
+                   "error_category", "llm_calls", "tokens_in", "tokens_out")
+    body = {"episode_id": "client-episode-1", "llm_backend": "sim", "success_validator": ep.success_validator,
+            "success_oracle": True, "task_id": ep.task_id, "family": ep.family, "domain_name": ep.domain_name,
+            "final_plan": ep.final_plan,
+            "steps": [{"step": st.step, "state": json.loads(st.state_json), "agent_id": st.agent_id,
+                       **{f: getattr(st, f) for f in step_fields}} for st in ep.steps]}
+    response = httpx.post(f"{url}/v1/feedback", json=body, timeout=30)
+    assert response.status_code == 200 and response.json()["stored"], response.text
+    return "client-episode-1"
 
 
 def _candidate_version(log: EventLog, cycle: int) -> str:
