@@ -76,3 +76,23 @@ def status(
     typer.echo(text)
     if written:
         typer.echo(f"plot: {written}")
+
+
+@loop_app.command("publish")
+def publish(
+    model: Path = typer.Argument(..., help="a trained model directory (manifest.json + weights)"),
+    store: str = typer.Option(None, "--store", help="trajectory store URL (default: $HALO_STORE_URL)"),
+    as_path: str = typer.Option(..., "--as", help="path in the store, e.g. models/current"),
+) -> None:
+    """Copy a trained model into the store (manifest verified first, uploaded last); print its URL."""
+    from cluster.config import Settings
+    from cluster.loop.publish import publish_model
+    from rollout.store import StoreError, TrajectoryStore
+    from train.manifest import ManifestError
+
+    try:
+        url, manifest = publish_model(TrajectoryStore(store or Settings.from_env().store_url), model, as_path)
+    except (ManifestError, StoreError, ValueError) as exc:
+        typer.echo(f"halo loop publish: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(f"published {manifest.name} {manifest.version} ({manifest.policy_class}) at {url}")

@@ -310,9 +310,9 @@ class LoopRunner:
         return manifest if manifest.extra.get("dataset_digest") == digest else None
 
     def _upload_model(self, out_dir: Path, rel: str) -> None:
-        files = sorted(p for p in out_dir.rglob("*") if p.is_file())
-        for path in [p for p in files if p.name != MANIFEST_FILE] + [out_dir / MANIFEST_FILE]:
-            self.store.put_bytes(f"{rel}/{path.relative_to(out_dir).as_posix()}", path.read_bytes())
+        from cluster.loop.publish import upload_model
+
+        upload_model(self.store, out_dir, rel)
 
 
 def _manifest_of(ref: str) -> Manifest:

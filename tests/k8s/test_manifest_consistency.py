@@ -285,3 +285,34 @@ def test_images_install_the_same_pins_as_setup() -> None:
     bad = subprocess.run([sys.executable, str(IMAGES / "extra_pins.py"), "nosuch",
                           "--pyproject", str(ROOT / "pyproject.toml")], capture_output=True, text=True)
     assert bad.returncode != 0 and "no optional-dependencies group 'nosuch'" in bad.stderr
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_training_job_reads_the_run_the_rollout_job_writes_and_publishes_what_it_trains(overlay: str) -> None:
+    objects = render(overlay)
+    env = _env_of(objects)
+    rollout = halo_invocations(expand_env(find(objects, "RayJob", "halo-rollout")["spec"]["entrypoint"], env))[0]
+    run_id = rollout[rollout.index("--run-id") + 1]
+    store = env["HALO_STORE_URL"]
+    dataset, train, publish = halo_invocations(expand_env(find(objects, "RayJob", "halo-train")["spec"]["entrypoint"],
+                                                          env))
+    assert dataset[1:3] == ["dataset", "build"] and dataset[dataset.index("--from") + 1] == f"{store}/{run_id}"
+    assert train[train.index("--data") + 1] == dataset[dataset.index("--out") + 1]
+    assert publish[1:3] == ["loop", "publish"] and publish[3] == train[train.index("--out") + 1]
+    assert publish[publish.index("--store") + 1] == store
+
+
+def test_prod_jobs_see_the_volumes_their_paths_live_on() -> None:
+    objects = render("prod-a100")
+    cluster = find(objects, "RayCluster", "halo")["spec"]
+
+    def mounts(template: dict) -> set[str]:
+        return {m["mountPath"] for m in template["spec"]["containers"][0]["volumeMounts"]}
+
+    head, gpu = cluster["headGroupSpec"]["template"], cluster["workerGroupSpecs"][1]["template"]
+    assert {"/models", "/home/halo/work"} <= mounts(head) and {"/models", "/home/halo/work"} <= mounts(gpu)
+    claims = {o["metadata"]["name"]: o["spec"]["accessModes"] for o in objects if o["kind"] == "PersistentVolumeClaim"}
+    assert claims == {"halo-models": ["ReadOnlyMany"], "halo-work": ["ReadWriteMany"]}
+    entry = find(objects, "RayJob", "halo-train")["spec"]["entrypoint"]
+    for path in re.findall(r"(?<![\w/$\"])(/[\w./-]+)", entry):  # absolute paths, not URL parts
+        assert path.startswith(("/models/", "/home/halo/work/")), f"{path} is on no shared volume"

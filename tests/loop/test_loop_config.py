@@ -72,3 +72,23 @@ def test_cli_reports_bad_input_clearly(tmp_path: Path) -> None:
     assert out.returncode == 2 and "policy_class" in out.stderr
     out = _halo("loop", "status", "--store", str(tmp_path / "empty"), "--name", "nothing")
     assert out.returncode == 0 and "no events yet" in out.stdout
+
+
+def test_publish_copies_a_verified_model_into_the_store(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT))
+    from tests.trajectories import make_episodes
+    from train.fast_policy import train_fast_policy
+
+    manifest = train_fast_policy(make_episodes("r", 30), tmp_path / "model", check="validator")
+    store = tmp_path / "store"
+    out = _halo("loop", "publish", str(tmp_path / "model"), "--store", str(store), "--as", "models/current")
+    assert out.returncode == 0, out.stderr
+    assert f"published fast {manifest.version}" in out.stdout
+    assert (store / "models/current/manifest.json").read_text() == (tmp_path / "model/manifest.json").read_text()
+    assert (store / "models/current/weights.npz").is_file()
+
+    (tmp_path / "model/weights.npz").write_bytes(b"not an npz")
+    out = _halo("loop", "publish", str(tmp_path / "model"), "--store", str(store), "--as", "models/broken")
+    assert out.returncode == 2 and "unreadable weights" in out.stderr and not (store / "models/broken").exists()
+    out = _halo("loop", "publish", str(tmp_path / "nowhere"), "--store", str(store), "--as", "models/x")
+    assert out.returncode == 2 and "not a model directory" in out.stderr
