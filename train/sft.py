@@ -27,7 +27,9 @@ class Batch:
 
 
 def tokenize_prompts(tokenizer: Any, prompts: list[str], max_length: int) -> list[list[int]]:
-    out = []
+    out: list[list[int]] = []
+    if not prompts:
+        return out
     for ids in tokenizer(prompts, add_special_tokens=False)["input_ids"]:
         # Over-long prompts lose their beginning: the end holds `Selected Agent:` and the latest state.
         out.append(ids[-max_length:])

@@ -69,6 +69,8 @@ class TrainConfig:
     threads_per_worker: int = 0  # 0: cpus / workers
     max_failures: int = 1
     use_gpu: bool = False
+    # Fault injection for tests: rank 0 raises once after this optimizer step (0: never).
+    crash_at_step: int = 0
 
     @property
     def global_batch(self) -> int:
@@ -155,7 +157,7 @@ def check_labels(card: DatasetCard, label_map: dict[int, str], what: str) -> Non
 
 def train_llm(cfg: TrainConfig) -> Manifest:
     import ray
-    from ray.train import Checkpoint, CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
     base_path = resolve_base_model(cfg.base_model)
@@ -177,10 +179,10 @@ def train_llm(cfg: TrainConfig) -> Manifest:
 
     out = Path(cfg.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    resume_from = None
+    resume_from = ""
     if cfg.resume and (ckpt := latest_checkpoint(out)) is not None:
         verify_checkpoint(ckpt)
-        resume_from = Checkpoint.from_directory(str(ckpt))
+        resume_from = str(ckpt)
 
     started_ray = False
     if not ray.is_initialized():
@@ -192,7 +194,7 @@ def train_llm(cfg: TrainConfig) -> Manifest:
         loop_cfg = {**asdict(cfg), "base_path": str(base_path), "label_token_ids": list(label_set.token_ids),
                     "label_map": {str(k): v for k, v in label_set.label_map.items()}, "vocab_size": len(tokenizer),
                     "pad_id": tokenizer.pad_token_id, "rows": rows, "out": str(out), "threads": threads,
-                    "init_state": init_state}
+                    "init_state": init_state, "resume_from": resume_from}
         trainer = TorchTrainer(
             train_loop_per_worker,
             train_loop_config=loop_cfg,
@@ -202,7 +204,6 @@ def train_llm(cfg: TrainConfig) -> Manifest:
                                  storage_path=str(out / CHECKPOINT_DIR),
                                  checkpoint_config=CheckpointConfig(num_to_keep=2),
                                  failure_config=FailureConfig(max_failures=cfg.max_failures)),
-            resume_from_checkpoint=resume_from,
         )
         result = trainer.fit()
     finally:
@@ -290,10 +291,16 @@ def train_loop_per_worker(c: dict[str, Any]) -> None:  # noqa: C901  (one loop, 
     history: dict[str, list] = {"steps": [], "epochs": []}
     epoch, step_in_epoch, global_step = 0, 0, 0
 
+    # A restart after a worker failure gets this run's newest checkpoint from Ray; a new run
+    # resumes from the newest checkpoint of an earlier run under the same --out.
     ckpt = ray.train.get_checkpoint()
+    state = None
     if ckpt is not None:
         with ckpt.as_directory() as d:
             state = torch.load(Path(d) / STATE_FILE, map_location=device, weights_only=False)
+    elif c.get("resume_from"):
+        state = torch.load(Path(c["resume_from"]) / STATE_FILE, map_location=device, weights_only=False)
+    if state is not None:
         for p, saved in zip(params, state["trainable"], strict=True):
             p.data.copy_(saved)
         optim.load_state_dict(state["optimizer"])
@@ -338,7 +345,7 @@ def train_loop_per_worker(c: dict[str, Any]) -> None:  # noqa: C901  (one loop, 
             ray.train.report({k: v for k, v in metrics.items() if not isinstance(v, (list, dict))},
                              checkpoint=checkpoint)
 
-    crash_at = int(os.environ.get("HALO_TRAIN_CRASH_AT_STEP", "0"))
+    crash_at = int(c.get("crash_at_step") or 0)
     crash_mark = Path(c["out"]) / ".crash-injected"
     model.train()
     done = global_step >= total
@@ -373,10 +380,10 @@ def train_loop_per_worker(c: dict[str, Any]) -> None:  # noqa: C901  (one loop, 
             total_loss, total_rows = all_sum([loss_sum, float(n_rows)])
             history["steps"].append({"step": global_step, "epoch": epoch, "loss": total_loss / max(total_rows, 1),
                                      "lr": sched.get_last_lr()[0], "grad_norm": grad_norm})
-            if crash_at and global_step == crash_at and not crash_mark.exists():
+            if crash_at and rank == 0 and global_step == crash_at and not crash_mark.exists():
                 crash_mark.parent.mkdir(parents=True, exist_ok=True)
                 crash_mark.write_text("crashed once on purpose\n")
-                raise RuntimeError(f"injected crash at step {global_step} (HALO_TRAIN_CRASH_AT_STEP)")
+                raise RuntimeError(f"injected crash at step {global_step} (crash_at_step)")
             done = global_step >= total
             if c["checkpoint_every"] and global_step % c["checkpoint_every"] == 0 and not done:
                 save({"global_step": global_step, "loss": history["steps"][-1]["loss"]})

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from synthetic import synthetic_episodes
+
+from rollout.store import TrajectoryStore
+from train.dataset import BuildConfig, DatasetCard, DatasetError, build_dataset, load_examples, read_sources
+from train.examples import select_examples, split_by_task
+
+
+def test_filters_dedup_and_split(tmp_path):
+    episodes = synthetic_episodes(n_tasks=12, per_task=3, seed=3)
+    dup = synthetic_episodes(n_tasks=12, per_task=3, seed=3, run_id="run-again")  # same states again
+    for ep in dup:
+        ep.episode_id += "-again"
+    card = build_dataset(episodes + dup, tmp_path / "ds", BuildConfig(augment_copies=0))
+    examples = load_examples(tmp_path / "ds")
+    accepted = [ep for ep in episodes if ep.success_validator]
+    expected = sum(1 for ep in accepted for s in ep.steps if not s.is_hardcoded)
+    assert card.stages["rule steps dropped"] == 2 * len(accepted)
+    assert card.stages["duplicates dropped"] == expected
+    assert len(examples) == expected
+    assert all(e.decided_by != "rule" for e in examples)
+    train_tasks = {e.task_id for e in examples if e.split == "train"}
+    val_tasks = {e.task_id for e in examples if e.split == "validation"}
+    assert train_tasks and val_tasks and not train_tasks & val_tasks
+    assert sum(c.get("train", 0) + c.get("validation", 0) for c in card.per_agent.values()) == len(examples)
+    table = card.table()
+    assert "| filter stage | count |" in table and "classical/blocks" in table
+    assert json.loads((tmp_path / "ds" / "dataset_card.json").read_text())["dataset_version"] == card.dataset_version
+
+
+def test_oracle_filter_is_stricter():
+    episodes = synthetic_episodes(n_tasks=20, seed=4)
+    by_validator = select_examples(episodes, "validator")
+    by_oracle = select_examples(episodes, "oracle")
+    assert 0 < len(by_oracle) < len(by_validator)
+    oracle_ok = {ep.episode_id for ep in episodes if ep.success_oracle}
+    assert {e.episode_id for e in by_oracle} <= oracle_ok
+
+
+def test_split_keeps_tasks_whole():
+    examples = select_examples(synthetic_episodes(n_tasks=30, seed=5))
+    split_by_task(examples, 0.3)
+    sides: dict[str, set[str]] = {}
+    for e in examples:
+        sides.setdefault(e.task_id, set()).add(e.split)
+    assert all(len(s) == 1 for s in sides.values())
+
+
+def test_encoded_prompts_for_tokenizer(tmp_path, smollm2_path):
+    card = build_dataset(synthetic_episodes(n_tasks=6, seed=6), tmp_path / "ds",
+                         BuildConfig(augment_copies=0, tokenizer_dir=str(smollm2_path)))
+    assert card.label_map[10] == " K" and card.tokenizer.startswith("smollm2-135m:49152")
+    rows = pq.read_table(tmp_path / "ds" / "train.parquet").to_pylist()
+    assert rows[0]["prompt"].endswith("Selected Agent:") and rows[0]["prompt"].startswith("<|im_start|>")
+    assert rows[0]["label"] == card.label_map[rows[0]["agent_id"]]
+
+
+def test_empty_dataset_stops_clearly(tmp_path):
+    with pytest.raises(DatasetError, match="empty dataset"):
+        build_dataset(synthetic_episodes(n_tasks=4, accepted_fraction=0.0), tmp_path / "ds")
+    assert not (tmp_path / "ds" / "train.parquet").exists()
+
+
+def test_reads_runs_from_the_store(tmp_path):
+    store = TrajectoryStore(str(tmp_path / "store"))
+    store.write_episodes("run-a", synthetic_episodes(n_tasks=5, seed=7, run_id="run-a"))
+    episodes = read_sources([f"{tmp_path}/store/run-a"])
+    assert len(episodes) == 15
+    card = build_dataset(episodes, tmp_path / "ds", BuildConfig(augment_copies=0), sources=["store/run-a"])
+    assert card.sources == ["store/run-a"] and card.llm_backends == ["sim"]
+    with pytest.raises(DatasetError, match="no run"):
+        read_sources([f"{tmp_path}/store/run-missing"])
+    with pytest.raises(DatasetError, match="STORE/RUN"):
+        read_sources(["justarun"])
+    assert DatasetCard.load(tmp_path / "ds").dataset_version == card.dataset_version

@@ -1,0 +1,133 @@
+"""Ray Train LoRA on a tiny Llama-family model with SmolLM2's tokenizer (real Ray, real PEFT)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import ray
+import torch
+from synthetic import synthetic_episodes
+
+from rollout.state import EpisodeState
+from train.base_models import BaseModelError
+from train.dataset import BuildConfig, DatasetError, build_dataset
+from train.llm_policy import LLMPolicy
+from train.manifest import Manifest, ManifestError
+from train.policies import load_policy
+from train.trainer import CheckpointError, LabelMismatchError, TrainConfig, latest_checkpoint, train_llm
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory, smollm2_path):
+    out = tmp_path_factory.mktemp("ds") / "data"
+    build_dataset(synthetic_episodes(n_tasks=12, seed=11), out,
+                  BuildConfig(augment_copies=0, tokenizer_dir=str(smollm2_path)))
+    return out
+
+
+def _cfg(dataset, tiny_model, out, **kw) -> TrainConfig:
+    base = dict(data_dir=str(dataset), base_model=str(tiny_model), out=str(out), max_steps=2, warmup_steps=1,
+                lr=1e-3, batch_size=2, grad_accum=2, max_length=256, lora_dropout=0.0, max_train_examples=24,
+                max_val_examples=8, checkpoint_every=1)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+@pytest.fixture(scope="module")
+def trained(ray_local, dataset, tiny_model, tmp_path_factory):
+    out = tmp_path_factory.mktemp("models") / "tiny"
+    first = train_llm(_cfg(dataset, tiny_model, out))
+    return out, first
+
+
+def test_train_artifact_resume_and_decide(trained, dataset, tiny_model):
+    out, manifest = trained
+    assert manifest.policy_class == "llm" and manifest.label_map[20] == " U"
+    assert manifest.metrics["global_step"] == 2 and 0 <= manifest.metrics["val_accuracy"] <= 1
+    for name in ("manifest.json", "adapter/adapter_config.json", "adapter/adapter_model.safetensors",
+                 "tokenizer.json", "curves.png", "history.json", "train_tasks.json"):
+        assert (out / name).is_file(), name
+    first = json.loads((out / "history.json").read_text())["steps"]
+    assert [s["step"] for s in first] == [1, 2]
+
+    # A second run on the same --out resumes from the newest checkpoint instead of starting over.
+    manifest2 = train_llm(_cfg(dataset, tiny_model, out, max_steps=4))
+    steps = json.loads((out / "history.json").read_text())["steps"]
+    assert [s["step"] for s in steps] == [1, 2, 3, 4]
+    assert steps[0]["loss"] == first[0]["loss"] and manifest2.metrics["global_step"] == 4
+
+    policy = load_policy(out)
+    assert isinstance(policy, LLMPolicy)
+    calls = []
+    policy.runtime.model.register_forward_hook(lambda *a: calls.append(1))
+    states = [EpisodeState(task_description=f"task {i}", domain="(define (domain d))",
+                           validator_errors="[validate.goal_not_reached]", error_category="plan_invalid")
+              for i in range(3)]
+    decisions = policy.decide_batch(states)
+    assert len(calls) == 1, "one forward pass for the whole batch"
+    assert all(0 <= d.agent_id <= 20 and d.decided_by == "student" for d in decisions)
+
+
+def test_corrupted_checkpoint_stops_clearly(trained, dataset, tiny_model, tmp_path):
+    out = tmp_path / "m"
+    shutil.copytree(trained[0], out)
+    ckpt = latest_checkpoint(out)
+    state = ckpt / "state.pt"
+    state.write_bytes(state.read_bytes()[: len(state.read_bytes()) // 2])
+    with pytest.raises(CheckpointError, match="corrupted"):
+        train_llm(_cfg(dataset, tiny_model, out, max_steps=8))
+
+
+def test_bad_inputs_stop_before_training(dataset, tiny_model, tmp_path, smollm2_path):
+    with pytest.raises(BaseModelError, match="does not exist"):
+        train_llm(_cfg(dataset, tmp_path / "no-such-model", tmp_path / "o1"))
+    with pytest.raises(DatasetError, match="does not exist"):
+        train_llm(_cfg(tmp_path / "no-such-data", tiny_model, tmp_path / "o2"))
+    # A dataset whose training split is empty (every task went to validation).
+    empty = tmp_path / "empty"
+    build_dataset(synthetic_episodes(n_tasks=1, seed=2), empty, BuildConfig(augment_copies=0, val_fraction=1.0,
+                                                                             tokenizer_dir=str(smollm2_path)))
+    with pytest.raises(DatasetError, match="training split is empty"):
+        train_llm(_cfg(empty, tiny_model, tmp_path / "o3"))
+    # A dataset encoded with another label set than the model's tokenizer gives.
+    mismatched = tmp_path / "mismatch"
+    shutil.copytree(dataset, mismatched)
+    card = json.loads((mismatched / "dataset_card.json").read_text())
+    card["label_map"] = {str(i): str(i) for i in range(21)}
+    (mismatched / "dataset_card.json").write_text(json.dumps(card))
+    with pytest.raises(LabelMismatchError, match="label set does not match"):
+        train_llm(_cfg(mismatched, tiny_model, tmp_path / "o4"))
+
+
+def test_manifest_label_map_must_fit_tokenizer(trained, dataset, tiny_model, tmp_path):
+    out = tmp_path / "m"
+    shutil.copytree(trained[0], out)
+    manifest = Manifest.load(out)
+    manifest.label_map = {i: f" {i}" for i in range(21)}  # " 10" is not one token for SmolLM2
+    manifest.save(out)
+    with pytest.raises(ManifestError, match="label map does not fit"):
+        load_policy(out)
+    # Continuing training from this artifact with a dataset of another label set is refused too.
+    with pytest.raises(LabelMismatchError, match="manifest"):
+        train_llm(_cfg(dataset, tiny_model, tmp_path / "m2", init_from=str(out)))
+
+
+def test_two_workers_survive_a_worker_crash(ray_local, dataset, tiny_model, tmp_path):
+    out = tmp_path / "ddp"
+    cfg = _cfg(dataset, tiny_model, out, workers=2, max_steps=3, batch_size=1, threads_per_worker=1,
+               crash_at_step=2)
+    manifest = train_llm(cfg)
+    assert (out / ".crash-injected").is_file(), "the crash really happened"
+    steps = json.loads((out / "history.json").read_text())["steps"]
+    assert [s["step"] for s in steps] == [1, 2, 3] or [s["step"] for s in steps] == [1, 2, 2, 3]
+    assert manifest.metrics["global_step"] == 3 and manifest.extra["workers"] == 2
+    assert torch.isfinite(torch.tensor([s["loss"] for s in steps])).all()
