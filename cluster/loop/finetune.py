@@ -81,7 +81,7 @@ def _train_loop(config: dict[str, Any]) -> None:
 
 
 def finetune_fast(examples: list[Example], out_dir: Path, *, init_dir: Path | None, settings: TrainSettings,
-                  name: str, version: str, data_versions: list[str], storage_path: Path,
+                  name: str, version: str, data_versions: list[str], storage_path: str | Path,
                   extra: dict[str, Any] | None = None) -> Manifest:
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer

@@ -197,7 +197,7 @@ class LoopRunner:
 
             manifest = finetune_fast(examples, out_dir, init_dir=init_dir, settings=self.config.train, name=name,
                                      version=version, data_versions=data_versions,
-                                     storage_path=(self.work / "ray_results").resolve(), extra=extra)
+                                     storage_path=self._ray_train_storage(), extra=extra)
         else:
             manifest = self._train_llm(episodes, out_dir, init_dir, name, version, data_versions, extra)
         self._upload_model(out_dir, rel)
@@ -308,6 +308,13 @@ class LoopRunner:
         except ManifestError:
             return None
         return manifest if manifest.extra.get("dataset_digest") == digest else None
+
+    def _ray_train_storage(self) -> str:
+        # Ray Train workers on other nodes must reach the run's storage: with an S3 store use it,
+        # otherwise (a local store: one machine) the local work directory.
+        if self.store.location.is_s3:
+            return self.store.path_for(f"loop/{self.config.name}/ray_results")
+        return str((self.work / "ray_results").resolve())
 
     def _upload_model(self, out_dir: Path, rel: str) -> None:
         from cluster.loop.publish import upload_model
