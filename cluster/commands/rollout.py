@@ -47,15 +47,18 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2) from exc
         typer.echo(f"run {job.run_id}: {len(job.specs)} episodes over {len(job.tasks)} tasks -> {job.store.url}",
                    err=True)
-        handle = start_or_join(address, dashboard=dashboard)
         try:
+            handle = start_or_join(address, dashboard=dashboard)
             try:
                 summary = job.run()
             except ValueError as exc:  # e.g. the run exists with other arguments
                 typer.echo(f"error: {exc}", err=True)
                 raise typer.Exit(2) from exc
-        finally:
-            shutdown(handle)
+            finally:
+                shutdown(handle)
+        except KeyboardInterrupt as exc:  # Ctrl-C before the job's own loop took over
+            typer.echo("interrupted before any episode ran; nothing was committed", err=True)
+            raise typer.Exit(130) from exc
         typer.echo(f"{summary.status}: {summary.committed} new episodes committed ({summary.resumed} already there) "
                    f"in {summary.wall_s:.1f}s, {summary.episodes_per_s:.1f} episodes/s on {summary.workers} workers"
                    + (f"; {len(summary.quarantined)} tasks quarantined" if summary.quarantined else ""), err=True)

@@ -39,6 +39,7 @@ from rollout.store import QuarantinedTask, RetryPolicy, RunMeta, StoreUnavailabl
 log = logging.getLogger(__name__)
 
 IDENTITY_KEYS = ("tasks", "policy", "llm", "seed", "max_steps")
+MAX_UNCOMMITTED = 5_000  # finished episodes waiting for the committer before dispatch pauses
 
 
 @dataclass
@@ -203,10 +204,12 @@ class RolloutJob:
                 return "failed", str(committer.failure)
             if self._stop_reason:
                 return "failed", self._stop_reason
-            self._dispatch(state)
+            if committer.pending < MAX_UNCOMMITTED:  # backpressure: let a slow store catch up
+                self._dispatch(state)
             refs = list(state.in_flight)
             if not refs:
                 if state.pending or state.suspects:
+                    time.sleep(0.05)
                     continue
                 break
             ready, rest = ray.wait(refs, num_returns=1, timeout=0.25)
