@@ -198,8 +198,8 @@ def _tree_cpu_s() -> float:
     total = t.user + t.system + t.children_user + t.children_system
     for child in me.children(recursive=True):
         try:
-            c = child.cpu_times()
-            total += c.user + c.system
+            c = child.cpu_times()  # a solver worker's planner runs are its reaped children
+            total += c.user + c.system + c.children_user + c.children_system
         except psutil.Error:
             continue
     return total
