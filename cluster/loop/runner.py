@@ -206,10 +206,12 @@ class LoopRunner:
     def _train_llm(self, episodes: list[Any], out_dir: Path, init_dir: Path, name: str, version: str,
                    data_versions: list[str], extra: dict[str, Any]) -> Manifest:
         from cluster.loop.finetune import finetune_llm
+        from train.base_models import resolve_base_model
         from train.dataset import BuildConfig, build_dataset
 
         data_dir = self.work / "datasets" / version
-        build_dataset(episodes, data_dir, BuildConfig(check=self.config.accept_filter, tokenizer_dir=str(init_dir)))
+        tokenizer = resolve_base_model(self.config.train.base_model)
+        build_dataset(episodes, data_dir, BuildConfig(check=self.config.accept_filter, tokenizer_dir=str(tokenizer)))
         manifest = finetune_llm(data_dir, out_dir, init_dir=init_dir, settings=self.config.train, name=name)
         manifest.version, manifest.data_versions = version, data_versions
         manifest.extra.update(extra)
