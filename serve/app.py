@@ -170,7 +170,8 @@ class DecisionService:
                                                         f"not {target['version']}")
                     self._revision = target["revision"]
                     return
-            self._cache[key] = model
+            self._cache.pop(key, None)
+            self._cache[key] = model  # most recently used last
             while len(self._cache) > MODEL_CACHE_SIZE:
                 self._cache.pop(next(iter(self._cache)))
             self._model = model  # the swap: requests already running keep their reference
