@@ -55,7 +55,7 @@ class RolloutConfig:
     seed: int = 0
     max_steps: int = 10
     max_attempts: int = 3  # crashes of one task before it is quarantined
-    initial_window: int | None = None  # episodes in flight per worker at start (default 2 x its CPUs)
+    initial_window: int | None = None  # episodes in flight per worker at start (default 4 x its CPUs)
     max_window: int = 64
     storage_options: dict[str, str] | None = None
     store_retry_budget_s: float = 60.0
@@ -376,7 +376,7 @@ class RolloutJob:
         self.startup_s = time.monotonic() - t0
 
     def _new_slot(self, index: int) -> _Slot:
-        initial = self.config.initial_window or 2 * self.config.cpus_per_worker
+        initial = self.config.initial_window or 4 * self.config.cpus_per_worker
         window = AIMDWindow(limit=float(initial), max_limit=float(self.config.max_window))
         return _Slot(index, self._cls.remote(self._setup_ref), window)
 
