@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from synthetic import MAP_V1, MAP_V2, train_version  # noqa: E402
+from serve_synthetic import MAP_V1, MAP_V2, train_version  # noqa: E402
 
 API_KEY = "test-key-0123456789"
 

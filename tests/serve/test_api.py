@@ -8,7 +8,7 @@ import json
 
 import httpx
 import pytest
-from synthetic import MAP_V1, SYMPTOMS, rule_state, symptom_state
+from serve_synthetic import MAP_V1, SYMPTOMS, rule_state, symptom_state
 
 from rollout.rules import RulesFirst
 from rollout.state import EpisodeState

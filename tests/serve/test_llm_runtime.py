@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 from llm_artifact import make_llm_artifact
-from synthetic import SYMPTOMS, rule_state, symptom_state
+from serve_synthetic import SYMPTOMS, rule_state, symptom_state
 
 from rollout.rules import RulesFirst
 from train.policies import load_policy

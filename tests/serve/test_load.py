@@ -9,7 +9,7 @@ import time
 
 import httpx
 import pytest
-from synthetic import MAP_V1, SYMPTOMS, symptom_state
+from serve_synthetic import MAP_V1, SYMPTOMS, symptom_state
 from trickle import Trickle
 
 

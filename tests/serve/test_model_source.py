@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from synthetic import MAP_V1, symptom_state
+from serve_synthetic import MAP_V1, symptom_state
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.s3_server import S3Server  # noqa: E402

@@ -7,7 +7,7 @@ import time
 
 import httpx
 import pytest
-from synthetic import MAP_V1, MAP_V2, symptom_state
+from serve_synthetic import MAP_V1, MAP_V2, symptom_state
 from trickle import Trickle
 
 

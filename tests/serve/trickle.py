@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 import httpx
-from synthetic import SYMPTOMS, symptom_state
+from serve_synthetic import SYMPTOMS, symptom_state
 
 
 @dataclass
