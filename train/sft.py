@@ -63,13 +63,25 @@ def label_loss(logits: torch.Tensor, batch: Batch) -> torch.Tensor:
     return F.cross_entropy(logits.float(), batch.labels)
 
 
+def full_sequence_loss(model: Any, batch: Batch) -> torch.Tensor:
+    """The usual SFT baseline: append the label token, mask every other position with -100 and
+    let the model compute logits (and the shifted loss) over the whole sequence."""
+    ids = torch.cat([batch.input_ids, batch.labels[:, None]], dim=1)
+    mask = torch.cat([batch.attention_mask, torch.ones_like(batch.labels[:, None])], dim=1)
+    pos = torch.cat([batch.position_ids, batch.position_ids[:, -1:] + 1], dim=1)
+    targets = torch.full_like(ids, -100)
+    targets[:, -1] = batch.labels
+    return model(input_ids=ids, attention_mask=mask, position_ids=pos, labels=targets, use_cache=False).loss
+
+
 def label_predictions(logits: torch.Tensor, label_token_ids: torch.Tensor) -> torch.Tensor:
     """Agent ID per row: argmax over the 21 label tokens only."""
     return logits.index_select(-1, label_token_ids).argmax(-1)
 
 
 def build_model(base_path: str, *, label_token_ids: list[int], vocab_size: int, qlora: bool, lora_r: int,
-                lora_alpha: int, lora_dropout: float, lm_head: str, device: str = "cpu") -> Any:
+                lora_alpha: int, lora_dropout: float, lm_head: str, device: str = "cpu",
+                gradient_checkpointing: bool = True) -> Any:
     """Base model (optionally 4-bit NF4) with LoRA adapters on attention and MLP projections.
 
     lm_head="labels" trains the LM-head rows of the 21 label tokens (PEFT trainable tokens; the
@@ -94,6 +106,10 @@ def build_model(base_path: str, *, label_token_ids: list[int], vocab_size: int, 
         model.resize_token_embeddings(vocab_size)
     if qlora:
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+    if gradient_checkpointing:
+        # Recompute each layer's activations in backward: at 2048 tokens they, not the weights,
+        # are what fills memory. Non-reentrant checkpointing needs no input-grad hooks.
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     extra: dict[str, Any] = {}
     if lm_head == "labels":
         tied = bool(getattr(model.config, "tie_word_embeddings", False))

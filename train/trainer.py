@@ -59,6 +59,7 @@ class TrainConfig:
     lora_alpha: int = 32
     lora_dropout: float = 0.05
     lm_head: str = "labels"
+    gradient_checkpointing: bool = True
     clip: float = 1.0
     seed: int = 0
     max_train_examples: int = 0  # 0: all (caps are for short CPU runs)
@@ -271,7 +272,8 @@ def train_loop_per_worker(c: dict[str, Any]) -> None:  # noqa: C901  (one loop, 
     device = "cuda" if c["use_gpu"] and torch.cuda.is_available() else "cpu"
     model = build_model(c["base_path"], label_token_ids=c["label_token_ids"], vocab_size=c["vocab_size"],
                         qlora=c["qlora"], lora_r=c["lora_r"], lora_alpha=c["lora_alpha"],
-                        lora_dropout=c["lora_dropout"], lm_head=c["lm_head"], device=device)
+                        lora_dropout=c["lora_dropout"], lm_head=c["lm_head"], device=device,
+                        gradient_checkpointing=c["gradient_checkpointing"])
     if c.get("init_state"):
         from peft import set_peft_model_state_dict
         from safetensors.torch import load_file
