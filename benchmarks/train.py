@@ -137,7 +137,7 @@ def bench_workers(steps: int, tolerance: float) -> dict:
         for workers, batch in ((1, 2), (2, 1)):
             cfg = TrainConfig(data_dir=str(tmp / "data"), base_model=str(tiny), out=str(tmp / f"w{workers}"),
                               workers=workers, batch_size=batch, grad_accum=2, max_steps=steps, warmup_steps=1,
-                              lr=1e-3, lora_dropout=0.0, max_length=256, threads_per_worker=1, resume=False,
+                              lr=5e-3, lora_dropout=0.0, max_length=256, threads_per_worker=1, resume=False,
                               max_train_examples=4 * steps, max_val_examples=8)
             t0 = time.perf_counter()
             train_llm(cfg)

@@ -70,6 +70,7 @@ class TrainConfig:
     threads_per_worker: int = 0  # 0: cpus / workers
     max_failures: int = 1
     use_gpu: bool = False
+    progress: bool = False  # rank 0 prints one line per optimizer step (shown when we start Ray)
     # Fault injection for tests: rank 0 raises once after this optimizer step (0: never).
     crash_at_step: int = 0
 
@@ -187,7 +188,7 @@ def train_llm(cfg: TrainConfig) -> Manifest:
 
     started_ray = False
     if not ray.is_initialized():
-        ray.init(num_cpus=max(2, cfg.workers), include_dashboard=False, log_to_driver=False)
+        ray.init(num_cpus=max(2, cfg.workers), include_dashboard=False, log_to_driver=cfg.progress)
         started_ray = True
     try:
         cpus = float(ray.cluster_resources().get("CPU", 2))
@@ -382,13 +383,16 @@ def train_loop_per_worker(c: dict[str, Any]) -> None:  # noqa: C901  (one loop, 
             total_loss, total_rows = all_sum([loss_sum, float(n_rows)])
             history["steps"].append({"step": global_step, "epoch": epoch, "loss": total_loss / max(total_rows, 1),
                                      "lr": sched.get_last_lr()[0], "grad_norm": grad_norm})
+            if c.get("progress") and rank == 0:
+                print(f"[halo train] step {global_step}/{total} epoch {epoch} "
+                      f"loss {history['steps'][-1]['loss']:.4f} lr {sched.get_last_lr()[0]:.2e}", flush=True)
+            done = global_step >= total
+            if c["checkpoint_every"] and global_step % c["checkpoint_every"] == 0 and not done:
+                save({"global_step": global_step, "loss": history["steps"][-1]["loss"]})
             if crash_at and rank == 0 and global_step == crash_at and not crash_mark.exists():
                 crash_mark.parent.mkdir(parents=True, exist_ok=True)
                 crash_mark.write_text("crashed once on purpose\n")
                 raise RuntimeError(f"injected crash at step {global_step} (crash_at_step)")
-            done = global_step >= total
-            if c["checkpoint_every"] and global_step % c["checkpoint_every"] == 0 and not done:
-                save({"global_step": global_step, "loss": history["steps"][-1]["loss"]})
             if done:
                 break
         end_of_epoch = step_in_epoch >= steps_here
@@ -397,6 +401,9 @@ def train_loop_per_worker(c: dict[str, Any]) -> None:  # noqa: C901  (one loop, 
         metrics.update({"epoch": epoch, "global_step": global_step,
                         "train_loss": sum(epoch_losses) / max(len(epoch_losses), 1)})
         history["epochs"].append(metrics)
+        if c.get("progress") and rank == 0:
+            print(f"[halo train] eval at step {global_step}: " + ", ".join(
+                f"{k} {v:.4g}" for k, v in metrics.items() if isinstance(v, float)), flush=True)
         if end_of_epoch:
             epoch += 1
             step_in_epoch = 0

@@ -65,7 +65,7 @@ def _train_llm(**kw: object) -> object:
     fields = set(TrainConfig.__dataclass_fields__)
     args = {k: v for k, v in kw.items() if k in fields and k not in {"data", "out", "qlora"}}
     cfg = TrainConfig(data_dir=str(kw["data"]), out=str(kw["out"]), qlora=bool(qlora),
-                      use_gpu=torch.cuda.is_available(), **args)
+                      use_gpu=torch.cuda.is_available(), progress=True, **args)
     if kw["address"]:
         ray.init(address=str(kw["address"]))
     try:

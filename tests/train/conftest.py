@@ -27,3 +27,13 @@ def tiny_model(smollm2_path, tmp_path_factory) -> Path:
     from train.base_models import make_tiny_model
 
     return make_tiny_model(tmp_path_factory.mktemp("tiny") / "model", smollm2_path)
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    """One in-process Ray (2 CPUs) for every training test in the session."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
