@@ -26,7 +26,7 @@ ADAPTER_DIR = "adapter"
 
 class LLMRuntime:
     def __init__(self, model_dir: str | Path, *, manifest: Manifest | None = None, device: str | None = None,
-                 max_length: int = 2048, merge: bool = True) -> None:
+                 max_length: int | None = None, merge: bool = True) -> None:
         import torch
         from peft import PeftModel
         from transformers import AutoModelForCausalLM
@@ -39,7 +39,10 @@ class LLMRuntime:
         if not (adapter / "adapter_config.json").is_file():
             raise ManifestError(f"{adapter}: no LoRA adapter (adapter_config.json missing)")
         self.tokenizer = load_tokenizer(self.model_dir)
+        # Left padding puts every prompt's last token at -1; left truncation (as in training)
+        # keeps `Selected Agent:` and the latest state when a prompt is too long.
         self.tokenizer.padding_side = "left"
+        self.tokenizer.truncation_side = "left"
         try:
             self.labels = label_set_from_map(self.tokenizer, self.manifest.label_map)
         except LabelError as exc:
@@ -52,7 +55,7 @@ class LLMRuntime:
             base.resize_token_embeddings(len(self.tokenizer))
         model = PeftModel.from_pretrained(base, str(adapter))
         self.model = (model.merge_and_unload() if merge else model).to(self.device).eval()
-        self.max_length = max_length
+        self.max_length = int(max_length or self.manifest.extra.get("max_length", 2048))
         self._label_ids = torch.tensor(self.labels.token_ids, device=self.device)
         self.version = self.manifest.version
 
@@ -60,14 +63,18 @@ class LLMRuntime:
         return [encode_state(s, self.tokenizer, self.manifest.encoder_version, self.manifest.label_map)
                 for s in states]
 
+    def encode(self, states: Sequence[EpisodeState]) -> Any:
+        return self.tokenizer(self.prompts(states), add_special_tokens=False, padding=True, truncation=True,
+                              max_length=self.max_length, return_tensors="pt").to(self.device)
+
     def label_logits(self, states: Sequence[EpisodeState]) -> Any:
         """[batch, 21] logits of the label tokens at the position after `Selected Agent:`."""
         import torch
 
-        enc = self.tokenizer(self.prompts(states), add_special_tokens=False, padding=True, truncation=True,
-                             max_length=self.max_length, return_tensors="pt").to(self.device)
+        enc = self.encode(states)
+        positions = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)  # as in training
         with torch.inference_mode():
-            out = self.model(**enc, logits_to_keep=1)
+            out = self.model(**enc, position_ids=positions, logits_to_keep=1)
         return out.logits[:, -1, :].index_select(-1, self._label_ids).float()
 
     def decide_batch(self, states: Sequence[EpisodeState]) -> list[Decision]:

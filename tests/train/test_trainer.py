@@ -73,6 +73,11 @@ def test_train_crash_resume_and_decide(trained, dataset, tiny_model):
               for i in range(3)]
     decisions = policy.decide_batch(states)
     assert len(calls) == 1, "one forward pass for the whole batch"
+    # Over-long prompts lose their beginning, never the `Selected Agent:` end.
+    policy.runtime.max_length = 40
+    enc = policy.runtime.encode(states)
+    assert enc["input_ids"].shape[1] == 40
+    assert policy.runtime.tokenizer.decode(enc["input_ids"][0, -4:]).endswith("Selected Agent:")
     assert all(0 <= d.agent_id <= 20 and d.decided_by == "student" for d in decisions)
 
 
