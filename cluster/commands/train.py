@@ -11,7 +11,8 @@ def register(app: typer.Typer) -> None:
     @app.command("train")
     def train(
         data: Path = typer.Option(..., "--data", help="dataset directory from `halo dataset build`"),
-        out: Path = typer.Option(..., "--out", help="artifact directory, e.g. halo-data/models/NAME"),
+        out: str = typer.Option(..., "--out", help="artifact directory, e.g. halo-data/models/NAME, or "
+                                                   "s3://bucket/prefix/models/NAME (staged locally, then uploaded)"),
         policy_class: str = typer.Option("llm", "--policy-class", help="llm | hashed_linear (the fast policy)"),
         base_model: str = typer.Option("smollm2", "--base-model", help="model directory, or 'smollm2'"),
         workers: int = typer.Option(1, help="Ray Train workers (DDP)"),
@@ -37,20 +38,24 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Train a policy; print its metrics and where the artifact is."""
         from train.dataset import DatasetError
+        from train.store_io import stage_output, upload_output
 
+        if policy_class not in ("llm", "hashed_linear"):
+            raise typer.BadParameter("--policy-class must be llm or hashed_linear")
+        local_out = stage_output(out)
+        name = name or out.rstrip("/").rsplit("/", 1)[-1]
         try:
             if policy_class == "hashed_linear":
                 from train.fast_policy import train_fast_policy_dir
 
-                manifest = train_fast_policy_dir(data, out, name=name or out.name)
-            elif policy_class == "llm":
-                manifest = _train_llm(**locals())
+                manifest = train_fast_policy_dir(data, local_out, name=name)
             else:
-                raise typer.BadParameter("--policy-class must be llm or hashed_linear")
+                manifest = _train_llm(**{**locals(), "out": local_out})
+            where = upload_output(local_out, out)
         except (DatasetError, FileNotFoundError, ValueError, RuntimeError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from exc
-        typer.echo(f"{manifest.policy_class} model {manifest.name} {manifest.version} -> {out}")
+        typer.echo(f"{manifest.policy_class} model {manifest.name} {manifest.version} -> {where}")
         for key, value in sorted(manifest.metrics.items()):
             typer.echo(f"  {key:>20}: {value:.4g}")
 
