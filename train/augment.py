@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from rollout.state import EpisodeState
 from rollout.trajectory import EpisodeRecord
-from train.examples import Example, _example_id
+from train.examples import Example, example_id_for
 
 _IDENT = r"[A-Za-z][A-Za-z0-9_\-]*"
 # Natural-language words that may also be object names; renaming them in prose would garble it.
@@ -232,6 +232,6 @@ def augment_examples(train: list[Example], episodes: list[EpisodeRecord], *, cop
                 state_json = apply_to_state(e.state, variant).to_json()
                 if state_json == e.state_json:
                     continue
-                out.append(replace(e, example_id=_example_id(state_json, e.agent_id, variant.tag),
+                out.append(replace(e, example_id=example_id_for(state_json, e.agent_id, variant.tag),
                                    state_json=state_json, augmentation=variant.tag))
     return out, rejected

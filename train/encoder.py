@@ -18,7 +18,11 @@ from typing import Any
 from rollout.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID
 from rollout.state import EpisodeState
 
-ENCODER_VERSION = "halo-enc-1"
+ENCODER_VERSION = "halo-enc-2"
+# v1: sections in the DESIGN.md order. v2: the static agent list first (it never changes, so a
+# shared prefix for caching) and the fast-changing symptoms (errors, log, history) last, right
+# before `Selected Agent:` - where left truncation to a short training length keeps them.
+SUPPORTED_VERSIONS = ("halo-enc-1", "halo-enc-2")
 PROMPT_SUFFIX = "Selected Agent:"
 ELLIPSIS = "…"
 # Rough characters per token, for the token-free caps.
@@ -105,8 +109,14 @@ def truncate_left_chars(text: str, cap_chars: int) -> str:
     return ELLIPSIS + text[len(text) - (cap_chars - 1):]
 
 
-def _body(parts: dict[str, str]) -> str:
-    return "\n\n".join(f"### {s.title}\n{parts[s.key]}" for s in SECTIONS)
+def section_order(version: str = ENCODER_VERSION) -> tuple[Section, ...]:
+    if version == "halo-enc-1":
+        return SECTIONS
+    return (SECTIONS[-1], *SECTIONS[:-1])
+
+
+def _body(parts: dict[str, str], version: str = ENCODER_VERSION) -> str:
+    return "\n\n".join(f"### {s.title}\n{parts[s.key]}" for s in section_order(version))
 
 
 def encode_text(state: EpisodeState, label_map: Mapping[int, str] | None = None) -> str:
@@ -119,11 +129,12 @@ def encode_text(state: EpisodeState, label_map: Mapping[int, str] | None = None)
 def encode_state(state: EpisodeState, tokenizer: Any, version: str = ENCODER_VERSION,
                  label_map: Mapping[int, str] | None = None) -> str:
     """The full prompt string for an LLM policy; tokenise it with add_special_tokens=False."""
-    if version != ENCODER_VERSION:
-        raise EncoderError(f"encoder version {version!r} is not supported by this code (have {ENCODER_VERSION!r})")
+    if version not in SUPPORTED_VERSIONS:
+        raise EncoderError(f"encoder version {version!r} is not supported by this code "
+                           f"(have {', '.join(SUPPORTED_VERSIONS)})")
     raw = section_texts(state, label_map)
     parts = {s.key: truncate_left_tokens(raw[s.key], s.cap_tokens, tokenizer) for s in SECTIONS}
-    user = _body(parts) + "\n\nReply with one agent label."
+    user = _body(parts, version) + "\n\nReply with one agent label."
     messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
     if getattr(tokenizer, "chat_template", None):
         prefix = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

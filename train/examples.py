@@ -64,7 +64,7 @@ def episode_accepted(ep: EpisodeRecord, check: str) -> bool:
     raise ValueError(f"unknown filter {check!r} (choose from {', '.join(FILTERS)})")
 
 
-def _example_id(state_json: str, agent_id: int, augmentation: str = "") -> str:
+def example_id_for(state_json: str, agent_id: int, augmentation: str = "") -> str:
     return hashlib.sha1(f"{state_json}\x00{agent_id}\x00{augmentation}".encode()).hexdigest()[:16]
 
 
@@ -105,7 +105,7 @@ def select_examples(episodes: Iterable[EpisodeRecord], check: str = "validator",
                 continue
             if not 0 <= st.agent_id <= 20:
                 continue  # the dynamic agent is outside the model's vocabulary
-            key = _example_id(st.state_json, st.agent_id)
+            key = example_id_for(st.state_json, st.agent_id)
             if key in seen:
                 counts.duplicates_dropped += 1
                 continue

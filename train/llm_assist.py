@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from rollout.agent_table import AGENT_TABLE, agent_name
 from rollout.llm import LLMConfig, LLMError, OpenAIChatClient, config_from_env
-from train.examples import Example, _example_id
+from train.examples import Example, example_id_for
 
 PARAPHRASE_SYSTEM = (
     "You rewrite planning task descriptions. Keep every object, fact, constraint and goal exactly; "
@@ -52,7 +52,7 @@ class LLMAssist:
         self.counts["paraphrase_ok"] += 1
         new_json = replace(state, task_description=text).to_json()
         return replace(example, state_json=new_json, augmentation="paraphrase",
-                       example_id=_example_id(new_json, example.agent_id, "paraphrase"))
+                       example_id=example_id_for(new_json, example.agent_id, "paraphrase"))
 
     def judge(self, example: Example) -> bool:
         state = example.state

@@ -129,7 +129,8 @@ def latest_checkpoint(out: Path) -> Path | None:
 def _prepare_rows(cfg: TrainConfig, tokenizer: Any, label_set: Any, card: DatasetCard) -> dict[str, list]:
     from train.sft import tokenize_prompts
 
-    same_tokenizer = card.tokenizer == tokenizer_fingerprint(tokenizer)
+    # Stored prompts are reused only if they were encoded exactly as this run would encode them.
+    same_tokenizer = card.tokenizer == tokenizer_fingerprint(tokenizer) and card.encoder_version == ENCODER_VERSION
     out: dict[str, list] = {}
     for split, cap in (("train", cfg.max_train_examples), ("validation", cfg.max_val_examples)):
         rows = read_split(cfg.data_dir, split)

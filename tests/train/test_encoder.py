@@ -69,3 +69,11 @@ def test_token_free_variant():
     assert text.endswith(PROMPT_SUFFIX)
     log = text.split("### Planner log\n", 1)[1].split("\n\n###", 1)[0]
     assert log.startswith(ELLIPSIS) and len(log) == 80 * 4
+
+
+def test_v2_puts_static_agents_first_and_v1_still_encodes(smollm2_tokenizer):
+    v2 = encode_state(_state(), smollm2_tokenizer)
+    v1 = encode_state(_state(), smollm2_tokenizer, "halo-enc-1")
+    assert v2.index("### Available agents") < v2.index("### Task") < v2.index("### Agent history")
+    assert v1.index("### Task") < v1.index("### Agent history") < v1.index("### Available agents")
+    assert sorted(v1.split("\n")) == sorted(v2.split("\n"))  # same content, other order
