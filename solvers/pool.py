@@ -26,7 +26,15 @@ from pathlib import Path
 
 from solvers import locate
 from solvers.limits import Limits
-from solvers.sandbox import LEVELS, RunResult, bwrap_argv, python_runtime, sandbox_level, scrubbed_env
+from solvers.sandbox import (
+    LEVELS,
+    SANDBOX_WORK_ROOT,
+    RunResult,
+    bwrap_argv,
+    python_runtime,
+    sandbox_level,
+    scrubbed_env,
+)
 
 WORKER_SCRIPT = Path(__file__).with_name("_worker.py")
 START_TIMEOUT_S = 60.0
@@ -59,7 +67,7 @@ class Worker:
         fd_bin = locate.fd_bin()
         self._own_root: str | None = None
         if level == "bwrap":
-            root, prefix = "/tmp", bwrap_argv(_ro_paths())
+            root, prefix = SANDBOX_WORK_ROOT, bwrap_argv(_ro_paths())
         else:
             self._own_root = root = tempfile.mkdtemp(prefix="halo-worker-")
             prefix = []

@@ -60,7 +60,11 @@ def python_runtime() -> tuple[str, list[str]]:
     return exe, sorted(d for d in dirs if not d.startswith("/usr"))
 
 
-def bwrap_argv(ro_paths: list[str], *, chdir: str = "/tmp") -> list[str]:
+# Inside bubblewrap, calls run under this private tmpfs, which never holds a host path.
+SANDBOX_WORK_ROOT = "/halo-work"
+
+
+def bwrap_argv(ro_paths: list[str], *, chdir: str = SANDBOX_WORK_ROOT) -> list[str]:
     """The bubblewrap prefix: nothing shared but read-only system and runtime paths."""
     argv = [bwrap_path() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
             "--ro-bind", "/usr", "/usr"]
@@ -72,10 +76,14 @@ def bwrap_argv(ro_paths: list[str], *, chdir: str = "/tmp") -> list[str]:
             argv += ["--ro-bind", str(path), str(path)]
     argv += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
              "--ro-bind-try", "/etc/localtime", "/etc/localtime"]
+    # The private tmpfs mounts come before the read-only binds: a checkout or venv that lives
+    # under /tmp (CI clones often do) must stay visible above the fresh /tmp.
+    argv += ["--tmpfs", "/tmp", "--tmpfs", SANDBOX_WORK_ROOT]
     for path in ro_paths:
         argv += ["--ro-bind", path, path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--clearenv",
-             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8",
+    # /tmp stays read-only: calls write only under their own directory in SANDBOX_WORK_ROOT.
+    argv += ["--remount-ro", "/tmp", "--proc", "/proc", "--dev", "/dev", "--clearenv",
+             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", SANDBOX_WORK_ROOT, "--setenv", "LANG", "C.UTF-8",
              "--setenv", "PYTHONHASHSEED", "0",
              "--chdir", chdir, "--"]
     return argv
@@ -86,7 +94,8 @@ def _probe_bwrap() -> bool:
     if bwrap_path() is None:
         return False
     exe, dirs = python_runtime()
-    argv = bwrap_argv(dirs) + [exe, "-I", "-S", "-c", "import os; os.listdir('/tmp')"]
+    probe = f"import os; os.listdir('/tmp'); open('{SANDBOX_WORK_ROOT}/probe', 'w').close()"
+    argv = bwrap_argv(dirs) + [exe, "-I", "-S", "-c", probe]
     try:
         proc = subprocess.run(argv, capture_output=True, timeout=20, env={"PATH": "/usr/bin:/bin"},
                               stdin=subprocess.DEVNULL)

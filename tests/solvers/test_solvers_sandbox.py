@@ -94,8 +94,8 @@ open('mine.txt', 'w').write('ok'); print('OWN', os.getcwd(), open('mine.txt').re
     out = result.output
     assert "TOP-SECRET" not in out and not any(line.startswith("READ ") for line in out.splitlines()), out
     assert out.count("NOREAD") == 4, out
-    assert "OWN /tmp/call-" in out and out.rstrip().endswith("ok"), out
-    # The only write that "succeeds" is in the sandbox's private /tmp, which is wiped after the call.
+    assert "OWN /halo-work/call-" in out and out.rstrip().endswith("ok"), out
+    assert "NOWRITE /tmp/outside.txt" in out  # the sandbox's /tmp is a read-only private tmpfs
     assert not target.exists() and not (repo_file.parent / "planted.txt").exists()
     assert not Path("/usr/planted").exists() and not Path("/tmp/outside.txt").exists()
     leftover = py("import os; print(sorted(os.listdir('/tmp')))")
