@@ -60,7 +60,7 @@ def models(tmp_path_factory) -> Models:
     return Models(root / "v1", root / "v2", bad)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def cluster(models, tmp_path_factory) -> Iterator[Cluster]:
     import ray
     from ray import serve

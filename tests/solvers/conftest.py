@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from solver_helpers import IPC
+from solver_helpers import IPC, mark_preexisting_processes
 
 import solvers
 
@@ -16,6 +16,12 @@ def bw_domain() -> str:
 @pytest.fixture
 def bw_problem() -> str:
     return (IPC / "blocksworld" / "probBLOCKS-4-1.pddl").read_text()
+
+
+@pytest.fixture(autouse=True)
+def _baseline_process_table():
+    mark_preexisting_processes()
+    yield
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -41,12 +41,27 @@ def worker_infrastructure() -> set[int]:
     return pids
 
 
+# Descendants that existed before the current test began (e.g. an in-process Ray another test
+# package started and is still tearing down): not this test's leftovers.
+_preexisting: set[int] = set()
+
+
+def mark_preexisting_processes() -> None:
+    _preexisting.clear()
+    _preexisting.update(p.pid for p in psutil.Process().children(recursive=True))
+    _preexisting.difference_update(worker_infrastructure())
+
+
+def new_descendants() -> list[psutil.Process]:
+    return [p for p in psutil.Process().children(recursive=True) if p.pid not in _preexisting]
+
+
 def stray_processes() -> list[str]:
-    """Descendants of this test process that are neither a worker nor part of one: leftovers
-    of a solver call (a search, a translator child, a hostile command)."""
+    """Descendants of this test process, started during the test, that are neither a worker nor
+    part of one: leftovers of a solver call (a search, a translator child, a hostile command)."""
     infra = worker_infrastructure()
     stray = []
-    for proc in psutil.Process().children(recursive=True):
+    for proc in new_descendants():
         if proc.pid in infra:
             continue
         try:

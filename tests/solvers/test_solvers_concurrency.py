@@ -6,7 +6,7 @@ import concurrent.futures
 import multiprocessing
 import os
 
-from solver_helpers import IPC, stray_processes
+from solver_helpers import IPC, new_descendants, stray_processes
 
 import solvers
 
@@ -55,9 +55,6 @@ def test_threads_and_processes_at_once():
 def test_pool_shutdown_leaves_no_process():
     solve_and_check(CASES[0])
     solvers.shutdown()
-    import psutil
-
-    left = [p for p in psutil.Process().children(recursive=True)
-            if "multiprocessing.resource_tracker" not in " ".join(p.cmdline())]
+    left = [p for p in new_descendants() if "multiprocessing.resource_tracker" not in " ".join(p.cmdline())]
     assert left == []
     assert solve_and_check(CASES[0])[2]  # a later call starts a fresh worker

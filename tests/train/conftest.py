@@ -29,9 +29,9 @@ def tiny_model(smollm2_path, tmp_path_factory) -> Path:
     return make_tiny_model(tmp_path_factory.mktemp("tiny") / "model", smollm2_path)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ray_local():
-    """One in-process Ray (2 CPUs) for every training test in the session."""
+    """One in-process Ray (2 CPUs) for the training tests; stopped before other packages run."""
     import ray
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
