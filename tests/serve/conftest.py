@@ -60,11 +60,30 @@ def models(tmp_path_factory) -> Models:
     return Models(root / "v1", root / "v2", bad)
 
 
-@pytest.fixture(scope="package")
-def cluster(models, tmp_path_factory) -> Iterator[Cluster]:
+_HERE = Path(__file__).resolve().parent
+_running: list[bool] = []  # non-empty while this package's Ray + Serve is up
+
+
+def _stop_cluster() -> None:
     import ray
     from ray import serve
 
+    if _running:
+        _running.clear()
+        serve.shutdown()
+        ray.shutdown()
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    # pytest's "package" scope is the whole session for a folder without __init__.py, so the
+    # shared Serve instance is stopped here when the next test lies outside tests/serve: the
+    # other test packages start their own Ray and count processes.
+    if nextitem is None or _HERE not in Path(str(nextitem.path)).resolve().parents:
+        _stop_cluster()
+
+
+@pytest.fixture(scope="session")
+def cluster(models, tmp_path_factory) -> Iterator[Cluster]:
     from serve.config import ServeConfig
     from serve.launcher import start_service, stop_service
 
@@ -79,12 +98,12 @@ def cluster(models, tmp_path_factory) -> Iterator[Cluster]:
                             max_ongoing_requests=1, max_queued_requests=1, retry_after_s=2,
                             max_batch_states=256, max_body_bytes=4_000_000)
     main = start_service(main_cfg, num_cpus=2)
+    _running.append(True)
     try:
         tight = start_service(tight_cfg)
         yield Cluster(port, main, tight, models, store)
     finally:
-        serve.shutdown()
-        ray.shutdown()
+        _stop_cluster()
         _ = stop_service  # services die with Serve; stop_service is exercised by `halo serve`
 
 
