@@ -65,12 +65,15 @@ def test_killed_replica_is_replaced_with_only_in_flight_failures(cluster, auth):
             time.sleep(0.2)
         from trickle import Outcome  # noqa: F401  (type of the outcomes below)
 
-        replaced_at = len(trickle.snapshot())
+        replaced_at = time.monotonic()
         httpx.get(f"{cluster.url}/readyz", timeout=30)
         trickle.wait_for(40, timeout_s=60)
     failures = trickle.failures()
     assert len(failures) <= trickle.workers, failures  # at most the requests in flight on the dead replica
-    assert all(o.status == 200 for o in trickle.snapshot()[replaced_at + trickle.workers:])
+    # Every request sent after the replacement was in place succeeded (a request that was in flight
+    # on the dead replica may finish, or fail, later than that).
+    late = [o for o in trickle.snapshot() if o.started > replaced_at and o.status != 200]
+    assert late == [], late
 
 
 @pytest.mark.parametrize("concurrency", [8])

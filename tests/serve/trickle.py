@@ -18,6 +18,7 @@ class Outcome:
     symptom: int = 0
     agent_id: int = -1
     error: str = ""
+    started: float = 0.0
 
 
 @dataclass
@@ -39,13 +40,14 @@ class Trickle:
             while not self._stop.is_set():
                 symptom = i % len(SYMPTOMS)
                 i += self.workers
+                started = time.monotonic()
                 try:
                     r = client.post("/v1/decide", json=symptom_state(symptom, task=i % 9).to_dict())
                     body = r.json() if r.status_code == 200 else {}
                     out = Outcome(time.monotonic(), r.status_code, body.get("policy_version", ""), symptom,
-                                  body.get("agent_id", -1), "" if r.status_code == 200 else r.text[:200])
+                                  body.get("agent_id", -1), "" if r.status_code == 200 else r.text[:200], started)
                 except httpx.HTTPError as exc:
-                    out = Outcome(time.monotonic(), 0, symptom=symptom, error=str(exc))
+                    out = Outcome(time.monotonic(), 0, symptom=symptom, error=str(exc), started=started)
                 with self._lock:
                     self.outcomes.append(out)
                 time.sleep(self.pause_s)
