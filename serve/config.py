@@ -54,6 +54,10 @@ class ServeConfig:
     registry_name: str = "halo-model-registry"
     registry_namespace: str = "halo"
     model_cache_dir: str = ""
+    # Serve's own logging. Per-request access logs cost ~1.6 ms p50 and ~15 ms p99 per request on
+    # a 2-core node (measured with a no-op deployment); /metrics already counts every request.
+    access_log: bool = False
+    log_level: str = "WARNING"
     # vLLM engine options (GPU runtime only).
     vllm: dict[str, Any] = field(default_factory=dict)
 
@@ -70,6 +74,8 @@ class ServeConfig:
             raise ConfigError("max_queued_requests: -1 (unbounded) or a non-negative count")
         if self.batch_wait_timeout_s < 0 or self.sync_interval_s <= 0:
             raise ConfigError("batch_wait_timeout_s and sync_interval_s must be positive")
+        if self.log_level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+            raise ConfigError(f"log_level: {self.log_level!r} (want DEBUG, INFO, WARNING, ERROR or CRITICAL)")
         if any(not isinstance(k, str) or len(k) < 8 for k in self.api_keys):
             raise ConfigError("api_keys: every key must be a string of at least 8 characters")
         return self

@@ -52,7 +52,8 @@ def ensure_serve(config: ServeConfig) -> bool:
         serve.context._get_global_client()  # noqa: SLF001 - raises when Serve is not running
         return False
     except Exception:
-        serve.start(http_options={"host": config.host, "port": config.port})
+        serve.start(http_options={"host": config.host, "port": config.port},
+                    logging_config={"enable_access_log": config.access_log, "log_level": config.log_level})
         return True
 
 

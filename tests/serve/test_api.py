@@ -231,3 +231,6 @@ def test_config_file_round_trip(tmp_path):
     with pytest.raises(ConfigError, match="api_keys"):
         ServeConfig(api_keys=["short"]).validate()
     assert json.loads(json.dumps(ServeConfig().to_dict()))["host"] == "127.0.0.1"
+    assert ServeConfig().access_log is False  # access logs off by default: /metrics counts requests
+    with pytest.raises(ConfigError, match="log_level"):
+        ServeConfig(log_level="LOUD").validate()
