@@ -42,6 +42,14 @@ class StepRecord:
     cost_usd: float = 0.0
 
 
+# The step fields a client sends to /v1/feedback: the service receives the state as an object (not
+# JSON text) and derives agent_name and is_hardcoded from agent_id and decided_by.
+FEEDBACK_DERIVED_STEP_FIELDS = ("state_json", "agent_name", "is_hardcoded")
+FEEDBACK_STEP_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(StepRecord) if f.name not in FEEDBACK_DERIVED_STEP_FIELDS
+)
+
+
 @dataclass
 class EpisodeRecord:
     episode_id: str

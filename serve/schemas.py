@@ -12,9 +12,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from rollout.state import EpisodeState
+from rollout.trajectory import FEEDBACK_STEP_FIELDS, StepRecord
 
 _STRICT = ConfigDict(strict=True, extra="ignore")
-_TYPES: dict[str, Any] = {"str": str, "str | None": str | None, "bool": bool, "int": int, "list[int]": list[int]}
+_TYPES: dict[str, Any] = {"str": str, "str | None": str | None, "bool": bool, "int": int, "float": float,
+                          "list[int]": list[int]}
 
 
 def _state_model() -> type[BaseModel]:
@@ -54,27 +56,24 @@ class BatchOut(BaseModel):
     policy_version: str
 
 
-class FeedbackStep(BaseModel):
-    model_config = _STRICT
-    step: int = Field(ge=0)
-    state: StateIn  # type: ignore[valid-type]
-    agent_id: int = Field(ge=0, le=21)
-    decided_by: str = "model"
-    decision_reason: str = ""
-    decision_latency_ms: float = 0.0
-    domain_after: str = ""
-    problem_after: str = ""
-    plan_after: str = ""
-    plan_found: bool = False
-    plan_valid: bool = False
-    error_category: str = ""
-    agent_ok: bool = True
-    agent_message: str = ""
-    llm_calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    latency_ms: float = 0.0
-    cost_usd: float = 0.0
+def _feedback_step_model() -> type[BaseModel]:
+    """One step of /v1/feedback: StepRecord's fields (rollout/trajectory.py), minus the ones the
+    service derives, with the state as an object."""
+    record_fields = {f.name: f for f in fields(StepRecord)}
+    spec: dict[str, Any] = {
+        "step": (int, Field(ge=0)),
+        "state": (StateIn, ...),
+        "agent_id": (int, Field(ge=0, le=21)),
+        "decided_by": (str, "model"),
+    }
+    for name in FEEDBACK_STEP_FIELDS:
+        if name not in spec:
+            f = record_fields[name]
+            spec[name] = (_TYPES[str(f.type)], f.default)
+    return create_model("FeedbackStep", __config__=_STRICT, **spec)
+
+
+FeedbackStep = _feedback_step_model()
 
 
 class FeedbackIn(BaseModel):
@@ -83,7 +82,7 @@ class FeedbackIn(BaseModel):
     llm_backend: str = Field(min_length=1, description='"sim" for the simulated agent world, else the real backend')
     success_validator: bool
     success_oracle: bool | None = None
-    steps: list[FeedbackStep] = Field(min_length=1)
+    steps: list[FeedbackStep] = Field(min_length=1)  # type: ignore[valid-type]
     task_id: str = ""
     family: str = ""
     domain_name: str = ""

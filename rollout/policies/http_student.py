@@ -19,7 +19,7 @@ import httpx
 
 from rollout.policy import Decision, Policy
 from rollout.state import EpisodeState
-from rollout.trajectory import EpisodeRecord
+from rollout.trajectory import FEEDBACK_STEP_FIELDS, EpisodeRecord
 
 API_KEY_ENV = "HALO_SERVE_API_KEY"
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -159,16 +159,11 @@ def _stamp(decision: Decision, t0: float) -> Decision:
                     decision.policy_version)
 
 
-_FEEDBACK_STEP_FIELDS = ("step", "agent_id", "decided_by", "decision_reason", "decision_latency_ms", "domain_after",
-                         "problem_after", "plan_after", "plan_found", "plan_valid", "error_category", "agent_ok",
-                         "agent_message", "llm_calls", "tokens_in", "tokens_out", "latency_ms", "cost_usd")
-
-
 def feedback_payload(record: EpisodeRecord) -> dict[str, Any]:
     """The /v1/feedback body for an episode record (the service rebuilds the record from it)."""
     steps = []
     for step in record.steps:
-        row = {name: getattr(step, name) for name in _FEEDBACK_STEP_FIELDS}
+        row = {name: getattr(step, name) for name in FEEDBACK_STEP_FIELDS}
         row["state"] = json.loads(step.state_json)
         steps.append(row)
     return {"episode_id": record.episode_id, "llm_backend": record.llm_backend,
