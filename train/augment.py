@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, replace
 
 from rollout.state import EpisodeState
+from rollout.tasks.sexpr import SExprError, parse, section
 from rollout.trajectory import EpisodeRecord
 from train.examples import Example, example_id_for
 
@@ -35,35 +36,7 @@ class Variant:
     tag: str
 
 
-class PddlTextError(ValueError):
-    pass
-
-
 # ------------------------------------------------------------------ s-expressions
-
-
-def _tokens(text: str) -> list[str]:
-    out: list[str] = []
-    for line in text.splitlines():
-        out.extend(line.split(";", 1)[0].replace("(", " ( ").replace(")", " ) ").split())
-    return out
-
-
-def _parse(text: str) -> list:
-    stack: list[list] = [[]]
-    for tok in _tokens(text):
-        if tok == "(":
-            stack.append([])
-        elif tok == ")":
-            if len(stack) == 1:
-                raise PddlTextError("unbalanced ')'")
-            done = stack.pop()
-            stack[-1].append(done)
-        else:
-            stack[-1].append(tok)
-    if len(stack) != 1 or len(stack[0]) != 1 or not isinstance(stack[0][0], list):
-        raise PddlTextError("expected one (define ...) expression")
-    return stack[0][0]
 
 
 def _render(expr: list | str, depth: int = 0) -> str:
@@ -74,18 +47,11 @@ def _render(expr: list | str, depth: int = 0) -> str:
     return "(" + " ".join(_render(e, depth + 1) for e in expr) + ")"
 
 
-def _section(define: list, keyword: str) -> list | None:
-    for item in define:
-        if isinstance(item, list) and item and isinstance(item[0], str) and item[0].lower() == keyword:
-            return item
-    return None
-
-
 def problem_objects(problem: str) -> list[str]:
     """Object names declared in (:objects ...), without type annotations."""
     try:
-        objs = _section(_parse(problem), ":objects")
-    except PddlTextError:
+        objs = section(parse(problem), ":objects")
+    except SExprError:
         return []
     if objs is None:
         return []
@@ -106,15 +72,15 @@ def problem_objects(problem: str) -> list[str]:
 def reorder_problem(problem: str, rng: random.Random) -> str:
     """Shuffle initial facts and top-level goal conjuncts; text that does not parse is returned as is."""
     try:
-        define = _parse(problem)
-    except PddlTextError:
+        define = parse(problem)
+    except SExprError:
         return problem
-    init = _section(define, ":init")
+    init = section(define, ":init")
     if init is not None and len(init) > 2:
         facts = init[1:]
         rng.shuffle(facts)
         init[1:] = facts
-    goal = _section(define, ":goal")
+    goal = section(define, ":goal")
     if goal is not None and len(goal) == 2 and isinstance(goal[1], list) and goal[1] and \
             isinstance(goal[1][0], str) and goal[1][0].lower() == "and" and len(goal[1]) > 2:
         conj = goal[1][1:]
