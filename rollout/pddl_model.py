@@ -14,6 +14,8 @@ import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from rollout.tasks.sexpr import tokenize
+
 SExpr = str | list["SExpr"]
 Atom = tuple[str, ...]  # ("on", "a", "b")
 
@@ -27,14 +29,6 @@ class Unsupported(PDDLParseError):
 
 
 # --- s-expressions --------------------------------------------------------------------------
-
-
-def tokenize(text: str) -> list[str]:
-    tokens: list[str] = []
-    for line in text.splitlines():
-        line = line.split(";", 1)[0]
-        tokens.extend(line.replace("(", " ( ").replace(")", " ) ").split())
-    return tokens
 
 
 def parse_sexpr(text: str) -> SExpr:

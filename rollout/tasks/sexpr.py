@@ -9,7 +9,8 @@ class SExprError(ValueError):
     pass
 
 
-def _tokens(text: str) -> list[str]:
+def tokenize(text: str) -> list[str]:
+    """PDDL tokens: parentheses and words, `;` comments dropped."""
     out: list[str] = []
     for line in text.splitlines():
         line = line.split(";", 1)[0]
@@ -20,7 +21,7 @@ def _tokens(text: str) -> list[str]:
 def parse_all(text: str) -> list[SExpr]:
     """Parse every top-level expression in `text`."""
     stack: list[list[SExpr]] = [[]]
-    for tok in _tokens(text):
+    for tok in tokenize(text):
         if tok == "(":
             stack.append([])
         elif tok == ")":
