@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, replace
 
 from rollout.state import EpisodeState
-from rollout.tasks.sexpr import SExprError, parse, section
+from rollout.tasks.sexpr import SExprError, parse, section, shuffle_init
 from rollout.trajectory import EpisodeRecord
 from train.examples import Example, example_id_for
 
@@ -75,11 +75,7 @@ def reorder_problem(problem: str, rng: random.Random) -> str:
         define = parse(problem)
     except SExprError:
         return problem
-    init = section(define, ":init")
-    if init is not None and len(init) > 2:
-        facts = init[1:]
-        rng.shuffle(facts)
-        init[1:] = facts
+    shuffle_init(define, rng)
     goal = section(define, ":goal")
     if goal is not None and len(goal) == 2 and isinstance(goal[1], list) and goal[1] and \
             isinstance(goal[1][0], str) and goal[1][0].lower() == "and" and len(goal[1]) > 2:

@@ -18,7 +18,7 @@ from rollout.agents.base import AgentOutcome
 from rollout.sim.faults import CATALOG, PDDL_FAULTS, PLAN_FAULTS, Fault, corrupt_plan, render
 from rollout.state import EpisodeState
 from rollout.tasks.base import Task
-from rollout.tasks.sexpr import parse, section, sections, typed_list
+from rollout.tasks.sexpr import SExprError, parse, section, sections, shuffle_init, to_text, typed_list
 
 GENERALIST_IDS = (1,)
 DYNAMIC_ID = 21
@@ -256,17 +256,11 @@ def _reserved_names(domain: list) -> set[str]:
 
 
 def _reorder_init(problem_text: str, rng: random.Random) -> str:
-    from rollout.tasks.sexpr import SExprError, to_text
-
     try:
         problem = parse(problem_text)
     except SExprError:
         return problem_text
-    init = section(problem, ":init")
-    if init is not None and len(init) > 2:
-        facts = init[1:]
-        rng.shuffle(facts)
-        init[1:] = facts
+    shuffle_init(problem, rng)
     return to_text(problem) + "\n"
 
 

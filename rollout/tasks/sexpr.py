@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 SExpr = str | list["SExpr"]
 
 
@@ -72,6 +74,15 @@ def section(define: list[SExpr], keyword: str) -> list[SExpr] | None:
         if isinstance(item, list) and item and isinstance(item[0], str) and item[0].lower() == keyword:
             return item
     return None
+
+
+def shuffle_init(define: list[SExpr], rng: random.Random) -> None:
+    """Shuffle the facts of a problem's :init in place (their order carries no meaning)."""
+    init = section(define, ":init")
+    if init is not None and len(init) > 2:
+        facts = init[1:]
+        rng.shuffle(facts)
+        init[1:] = facts
 
 
 def sections(define: list[SExpr], keyword: str) -> list[list[SExpr]]:
