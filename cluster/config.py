@@ -53,6 +53,10 @@ ENV_VARS: dict[str, EnvVar] = {v.name: v for v in (
     EnvVar("HF_HUB_OFFLINE", "1: never download model weights at run time", ("lib:huggingface_hub",)),
     EnvVar("HALO_SANDBOX", "force a solver sandbox level instead of the strongest detected", ("solvers.sandbox",)),
     EnvVar("HALO_SOLVER_WORKERS", "solver worker processes per Ray worker", ("solvers.pool",)),
+    EnvVar("RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD", "0: Serve replicas run handlers on their main loop",
+           ("serve.config", "lib:ray")),
+    EnvVar("RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP", "0: Serve's proxy routes on its main loop",
+           ("serve.config", "lib:ray")),
 )}
 
 # name -> container port. Ray's defaults, Serve's HTTP port and Ray's metrics export port.

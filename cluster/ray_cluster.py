@@ -41,6 +41,9 @@ def start_or_join(address: str | None = None, *, num_cpus: int | None = None, da
         info = ray.init(address=address, log_to_driver=not quiet, configure_logging=not quiet)
         return RayHandle(info.address_info.get("gcs_address", address), int(ray.cluster_resources().get("CPU", 0)),
                          started_here=False, dashboard_url=info.dashboard_url or None)
+    from serve.config import apply_serve_latency_env
+
+    apply_serve_latency_env()  # this cluster may host the decision service (`halo loop`)
     cpus = num_cpus or machine_cpus()
     kwargs: dict[str, object] = {"num_cpus": cpus, "include_dashboard": dashboard, "log_to_driver": not quiet}
     if object_store_mb:

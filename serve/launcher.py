@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from serve.config import ServeConfig
+from serve.config import ServeConfig, apply_serve_latency_env
 from serve.runtime import verify_model
 
 
@@ -37,6 +37,7 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     if ray.is_initialized():
         return False
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+    apply_serve_latency_env()
     if address:
         ray.init(address=address, **kwargs)
     else:
