@@ -8,6 +8,8 @@
    Peak memory: torch.cuda.max_memory_allocated on CUDA; on CPU the resident-set high-water
    mark sampled during the steps, minus the resident set before them (glibc is told to mmap
    every large block, so freed activations leave the resident set and it tracks live memory).
+   That allocator setting costs page faults on every large allocation, so on CPU the step time
+   is measured in separate processes with the default allocator, as training runs.
 2. 1 vs 2 Ray Train workers on the same global batch (tiny Llama model, dropout off, same
    seed): per-step training losses must agree within a tolerance.
 
@@ -95,20 +97,44 @@ def _step_worker(queue: mp.Queue, model_dir: str, seq_len: int, batch: int, labe
                "peak_step_mb": peak_mb})
 
 
-def bench_logits(model_dir: str, seq_len: int, batch: int, steps: int, threads: int, device: str,
-                 checkpointing: bool = True) -> dict:
+# Large blocks via mmap and returned on free: RSS then follows live tensors, not the heap's past.
+MEMORY_ALLOCATOR_ENV = {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "131072"}
+
+
+def _run_step_worker(model_dir: str, seq_len: int, batch: int, label_only: bool, steps: int, threads: int,
+                     device: str, checkpointing: bool, env: dict[str, str]) -> dict:
+    """One variant in a fresh (spawned) process with `env` added to its environment."""
     ctx = mp.get_context("spawn")
-    # Large blocks via mmap and returned on free: RSS then follows live tensors, not the heap's past.
-    os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", "131072")
-    os.environ.setdefault("MALLOC_TRIM_THRESHOLD_", "131072")
-    results = {}
-    for label_only in (False, True):
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
         q: mp.Queue = ctx.Queue()
         p = ctx.Process(target=_step_worker, args=(q, model_dir, seq_len, batch, label_only, steps, threads, device,
-                                                         checkpointing))
+                                                   checkpointing))
         p.start()
-        res = q.get()
-        p.join()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    res = q.get()
+    p.join()
+    return res
+
+
+def bench_logits(model_dir: str, seq_len: int, batch: int, steps: int, threads: int, device: str,
+                 checkpointing: bool = True) -> dict:
+    results = {}
+    for label_only in (False, True):
+        args = (model_dir, seq_len, batch, label_only)
+        if device.startswith("cuda"):
+            res = _run_step_worker(*args, steps, threads, device, checkpointing, {})
+        else:
+            res = _run_step_worker(*args, steps, threads, device, checkpointing, {})
+            mem = _run_step_worker(*args, 1, threads, device, checkpointing, MEMORY_ALLOCATOR_ENV)
+            res["peak_step_mb"] = mem["peak_step_mb"]
+            res["step_s_mmap_allocator"] = mem["step_s"]
         results["label_only" if label_only else "full_sequence"] = res
     full, lab = results["full_sequence"], results["label_only"]
     results["speedup"] = full["step_s"] / lab["step_s"]
