@@ -90,7 +90,7 @@ async def _evaluate_inner(state: EpisodeState, outcome_plan: str, pddl_changed: 
     if outcome_plan:
         v = await _validate(domain, problem, outcome_plan, limits)
         return _Evaluation(outcome_plan, True, v.valid, v.category.value,
-                           "" if v.valid else _clean(v.output_tail or v.message), "", v.wall_s)
+                           "" if v.valid else _clean(v.output_tail or v.message), "", v.cpu_s)
     if not pddl_changed:
         raise AssertionError("nothing to evaluate")
     if not domain.strip():
@@ -102,7 +102,7 @@ async def _evaluate_inner(state: EpisodeState, outcome_plan: str, pddl_changed: 
         plan = result.plan_text
         v = await _validate(domain, problem, plan, limits)
         return _Evaluation(plan, True, v.valid, v.category.value,
-                           "" if v.valid else _clean(v.output_tail or v.message), log, cpu + v.wall_s)
+                           "" if v.valid else _clean(v.output_tail or v.message), log, cpu + v.cpu_s)
     # The planner failed: check the PDDL (and the previous plan, if any) with the validator, whose
     # diagnostics are more specific (parse errors with positions, type mismatches, failing steps).
     v = await _validate(domain, problem, state.plan, limits)
@@ -110,7 +110,7 @@ async def _evaluate_inner(state: EpisodeState, outcome_plan: str, pddl_changed: 
     if v.category.is_parse_error:
         category = v.category.value
     errors = _clean(v.output_tail or v.message) if not v.valid else ""
-    return _Evaluation(state.plan, False, False, category, errors, log, cpu + v.wall_s)
+    return _Evaluation(state.plan, False, False, category, errors, log, cpu + v.cpu_s)
 
 
 def _apply_evaluation(state: EpisodeState, ev: _Evaluation) -> None:
@@ -228,6 +228,7 @@ async def _run_loop(task: Task, policy: Policy, config: EpisodeConfig, record: E
             verdict = await asyncio.to_thread(check_plan, task, state.plan,
                                               name_map=sim.name_map if sim else None, limits=config.limits)
             record.success_oracle = verdict.correct
+            record.solver_cpu_s += verdict.solver_cpu_s
 
 
 def _step_record(step: int, state_json: str, decision: Decision, outcome: AgentOutcome, after: EpisodeState

@@ -21,6 +21,7 @@ class OracleVerdict:
     correct: bool | None  # None: no gold answer to check against
     method: str  # gold_pddl | ground_truth_plan | none
     detail: str = ""
+    solver_cpu_s: float = 0.0  # the gold-PDDL validation's solver CPU, counted with the episode's
 
 
 def normalise_name(name: str) -> str:
@@ -76,7 +77,7 @@ def check_plan(task: Task, plan_text: str, *, name_map: dict[str, str] | None = 
         verdict = solvers.validate(task.gold_domain, task.gold_problem, mapped, limits=limits or solvers.Limits())
         detail = "valid on the gold PDDL" if verdict.valid else \
             f"{verdict.category.value}: {(verdict.output_tail or verdict.message).strip()[-300:]}"
-        return OracleVerdict(bool(verdict.valid), "gold_pddl", detail)
+        return OracleVerdict(bool(verdict.valid), "gold_pddl", detail, verdict.cpu_s)
     if task.gold_plan and task.family != "natural_plan":
         try:
             ours = [(normalise_name(s.name), tuple(map(normalise_name, s.args))) for s in solvers.parse_plan(plan_text)]

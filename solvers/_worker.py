@@ -411,12 +411,16 @@ def main() -> None:
             break
         _send(proto_out, {"ack": True})  # lets the client tell "died before the call" from "during it"
         seq += 1
+        started = time.process_time()
         try:
             answer = _handle(req, root, seq)
         except Exception as exc:  # a broken request is answered, the worker stays up
             answer = {"ok": False, "error": repr(exc)}
         if config.get("wipe_root"):
             _wipe(root)
+        # The worker's own CPU for the call (fork, staging and collecting files, reaping, cleanup):
+        # part of what a solver call costs, next to the child's rusage in "cpu_s".
+        answer["host_cpu_s"] = time.process_time() - started
         _send(proto_out, answer)
 
 

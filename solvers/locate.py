@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import sys
 from importlib.util import find_spec
@@ -50,19 +51,30 @@ def fd_version() -> str | None:
     return None
 
 
+def _which(*names: str) -> Path | None:
+    """The first of `names` on PATH. Asked on every solver call, so answers are cached per PATH."""
+    return _which_on(names, os.environ.get("PATH", ""))
+
+
+@functools.lru_cache(maxsize=64)
+def _which_on(names: tuple[str, ...], path: str) -> Path | None:
+    for name in names:
+        found = shutil.which(name, path=path)
+        if found:
+            return Path(found).resolve()
+    return None
+
+
 def kairos_binary() -> Path | None:
     beside = Path(sys.executable).with_name("kairos")
     if beside.exists():
         return beside.resolve()
-    found = shutil.which("kairos")
-    return Path(found).resolve() if found else None
+    return _which("kairos")
 
 
 def popf_binary() -> Path | None:
-    found = shutil.which("popf") or shutil.which("popf3")
-    return Path(found).resolve() if found else None
+    return _which("popf", "popf3")
 
 
 def val_binary() -> Path | None:
-    found = shutil.which("Validate") or shutil.which("validate")
-    return Path(found).resolve() if found else None
+    return _which("Validate", "validate")

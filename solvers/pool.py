@@ -276,7 +276,7 @@ class WorkerPool:
                 output=answer["output"],
                 timed_out=answer["timed_out"],
                 wall_s=answer["wall_s"],
-                cpu_s=answer["cpu_s"],
+                cpu_s=answer["cpu_s"] + answer.get("host_cpu_s", 0.0),
                 maxrss_kb=answer["maxrss_kb"],
                 files={k: base64.b64decode(v) for k, v in answer["files"].items()},
                 level=self.level,

@@ -108,6 +108,7 @@ class ValidationResult:
     wall_s: float = 0.0
     diagnostics: list[str] = field(default_factory=list)
     sandbox: str = ""
+    cpu_s: float = 0.0  # CPU seconds of the solver processes for the call (see RunResult.cpu_s)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

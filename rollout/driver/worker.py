@@ -75,7 +75,7 @@ class WorkerResult:
     solver_run_s: float = 0.0
     worker_pid: int = 0
     peak_rss_mb: float = 0.0
-    cpu_s: float = 0.0  # CPU time of the worker's process tree (itself + solver processes) so far
+    cpu_s: float = 0.0  # CPU time of the worker's process tree (itself + solver processes) since start-up
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -138,6 +138,23 @@ class RolloutWorker:
             self.llm = OpenAIChatClient(config_from_env(model, base_url))
         self.executor = MeteredExecutor(max(1, setup.cpus))
         self._installed = False
+        self._warm_up()
+        # Start-up (imports, solver workers) is not episode work: CPU is reported from here on.
+        self._cpu_at_start = _tree_cpu_s()
+
+    def _warm_up(self) -> None:
+        """Import the episode code and start the sandboxed solver workers now, so the job's first
+        episodes do not pay for it while the driver is already timing them."""
+        import rollout.episode  # noqa: F401
+        import rollout.sim.world  # noqa: F401
+        from solvers.pool import get_pool
+
+        try:
+            get_pool().warm(max(1, self.setup.cpus))
+        except Exception as exc:  # noqa: BLE001  (episodes will report solver failures themselves)
+            import logging
+
+            logging.getLogger("halo.rollout").warning("solver warm-up failed: %s", exc)
 
     def pid(self) -> int:
         return os.getpid()
@@ -185,21 +202,47 @@ class RolloutWorker:
             spec=spec, summary=EpisodeSummary.of(record) if record is not None else None, rows=rows, error=error,
             llm_latency_ms=latency,
             solver_wait_s=self.executor.wait_s, solver_run_s=self.executor.run_s, worker_pid=os.getpid(),
-            peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, cpu_s=_tree_cpu_s(),
+            peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+            cpu_s=_tree_cpu_s() - self._cpu_at_start,
         )
 
 
-def _tree_cpu_s() -> float:
-    """CPU seconds used by this process, its finished children and its live descendants."""
-    import psutil
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
-    me = psutil.Process()
-    t = me.cpu_times()
-    total = t.user + t.system + t.children_user + t.children_system
-    for child in me.children(recursive=True):
+
+def _tree_cpu_s() -> float:
+    """CPU seconds used by this process, its finished children and its live descendants.
+
+    Read straight from /proc (a few small files per live descendant): it runs once per episode,
+    and psutil's recursive children() scans every process on the machine."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+    stack = _child_pids(os.getpid())
+    while stack:
+        pid = stack.pop()
         try:
-            c = child.cpu_times()  # a solver worker's planner runs are its reaped children
-            total += c.user + c.system + c.children_user + c.children_system
-        except psutil.Error:
-            continue
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        # after "(comm)": state is field 0, utime/stime/cutime/cstime are fields 11-14
+        total += sum(int(x) for x in fields[11:15]) / _CLOCK_TICKS  # reaped planner runs are in cutime
+        stack.extend(_child_pids(pid))
     return total
+
+
+def _child_pids(pid: int) -> list[int]:
+    """Children of every thread of `pid` (a child belongs to the thread that forked it)."""
+    out: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                out.extend(int(x) for x in fh.read().split())
+        except OSError:
+            continue
+    return out

@@ -9,7 +9,6 @@ at render time, so several can be active at once and any one can be removed agai
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -385,9 +384,9 @@ PLAN_FAULTS = tuple(k for k, fc in CATALOG.items() if fc.target == "plan")
 def render(gold_domain: Define, gold_problem: Define, faults: list[Fault],
            rename: dict[str, str] | None = None) -> tuple[str, str]:
     """Gold PDDL with the active faults applied (semantic first, renames, then text breakage)."""
-    from rollout.tasks.sexpr import to_text
+    from rollout.tasks.sexpr import copy_tree, to_text
 
-    domain, problem = copy.deepcopy(gold_domain), copy.deepcopy(gold_problem)
+    domain, problem = copy_tree(gold_domain), copy_tree(gold_problem)
     for fault in faults:
         fc = CATALOG[fault.kind]
         if fc.target in ("domain", "problem"):

@@ -45,27 +45,46 @@ def parse(text: str) -> list[SExpr]:
     return exprs[0]
 
 
-def to_text(expr: SExpr, indent: int = 0) -> str:
-    """Print with one top-level section per line block; short lists stay on one line."""
+def copy_tree(expr: SExpr) -> SExpr:
+    """A copy whose lists can be edited without touching `expr` (strings are shared: immutable)."""
     if isinstance(expr, str):
         return expr
-    flat = "(" + " ".join(to_text(e) for e in expr) + ")"
-    if len(flat) + indent <= 100 or not expr:
-        return flat
-    pad = " " * (indent + 2)
-    head = to_text(expr[0]) if isinstance(expr[0], str) else to_text(expr[0], indent + 1)
-    parts = [head]
-    i = 1
-    # keep ":keyword value" pairs on one line
-    while i < len(expr):
-        item = expr[i]
-        if isinstance(item, str) and item.startswith(":") and i + 1 < len(expr):
-            parts.append(pad + item + " " + to_text(expr[i + 1], indent + 2 + len(item) + 1))
-            i += 2
-        else:
-            parts.append(pad + to_text(item, indent + 2))
-            i += 1
-    return "(" + "\n".join(parts) + ")"
+    return [e if isinstance(e, str) else copy_tree(e) for e in expr]
+
+
+def to_text(expr: SExpr, indent: int = 0) -> str:
+    """Print with one top-level section per line block; short lists stay on one line."""
+    flat_of: dict[int, str] = {}  # each sublist's one-line form, computed once per call
+
+    def flat(e: SExpr) -> str:
+        if isinstance(e, str):
+            return e
+        text = flat_of.get(id(e))
+        if text is None:
+            text = flat_of[id(e)] = "(" + " ".join([flat(x) for x in e]) + ")"
+        return text
+
+    def render(e: SExpr, indent: int) -> str:
+        if isinstance(e, str):
+            return e
+        one_line = flat(e)
+        if len(one_line) + indent <= 100 or not e:
+            return one_line
+        pad = " " * (indent + 2)
+        parts = [e[0] if isinstance(e[0], str) else render(e[0], indent + 1)]
+        i = 1
+        # keep ":keyword value" pairs on one line
+        while i < len(e):
+            item = e[i]
+            if isinstance(item, str) and item.startswith(":") and i + 1 < len(e):
+                parts.append(pad + item + " " + render(e[i + 1], indent + 2 + len(item) + 1))
+                i += 2
+            else:
+                parts.append(pad + render(item, indent + 2))
+                i += 1
+        return "(" + "\n".join(parts) + ")"
+
+    return render(expr, indent)
 
 
 def section(define: list[SExpr], keyword: str) -> list[SExpr] | None:
