@@ -8,6 +8,7 @@ Tasks without gold PDDL fall back to the ground-truth plan, and tasks with neith
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -30,22 +31,27 @@ def normalise_name(name: str) -> str:
 
 def gold_names(task: Task) -> set[str]:
     """Action, object and constant names of the gold PDDL (lower case)."""
+    return set(_gold_names(task.gold_domain, task.gold_problem))
+
+
+@functools.lru_cache(maxsize=1024)
+def _gold_names(gold_domain: str, gold_problem: str) -> frozenset[str]:
     names: set[str] = set()
     try:
-        if task.gold_domain:
-            domain = parse(task.gold_domain)
+        if gold_domain:
+            domain = parse(gold_domain)
             for kind in (":action", ":durative-action"):
                 names.update(a[1].lower() for a in sections(domain, kind) if len(a) > 1 and isinstance(a[1], str))
             consts = section(domain, ":constants")
             if consts:
                 names.update(n.lower() for n, _ in typed_list(consts[1:]))
-        if task.gold_problem:
-            objs = section(parse(task.gold_problem), ":objects")
+        if gold_problem:
+            objs = section(parse(gold_problem), ":objects")
             if objs:
                 names.update(n.lower() for n, _ in typed_list(objs[1:]))
     except SExprError:
         pass
-    return names
+    return frozenset(names)
 
 
 def map_plan(plan_text: str, known: set[str], name_map: dict[str, str] | None = None) -> str:

@@ -7,7 +7,7 @@ trajectory store, so `EpisodeState.from_dict(state.to_dict())` must round-trip e
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 HISTORY_LEN = 10
@@ -46,7 +46,9 @@ class EpisodeState:
         return (self.history + [agent_id])[-HISTORY_LEN:]
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Fields are strings, numbers, booleans and one list of ints: a shallow copy is a full
+        # one (asdict's recursive deep copy was a visible share of each episode step).
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), list) else v for f in _FIELDS}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
@@ -92,3 +94,6 @@ def _check_type(key: str, value: Any, annotation: Any) -> Any:
     if not isinstance(value, str):
         raise StateError(key, "must be a string")
     return value
+
+
+_FIELDS = fields(EpisodeState)

@@ -66,10 +66,15 @@ def _which_on(names: tuple[str, ...], path: str) -> Path | None:
 
 
 def kairos_binary() -> Path | None:
-    beside = Path(sys.executable).with_name("kairos")
+    return _kairos_binary(sys.executable, os.environ.get("PATH", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _kairos_binary(executable: str, path: str) -> Path | None:
+    beside = Path(executable).with_name("kairos")
     if beside.exists():
         return beside.resolve()
-    return _which("kairos")
+    return _which_on(("kairos",), path)
 
 
 def popf_binary() -> Path | None:

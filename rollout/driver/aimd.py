@@ -1,8 +1,11 @@
 """Additive-increase / multiplicative-decrease control of how many episodes one worker runs at once.
 
 Grow the window by about one episode per window's worth of clean completions; halve it (at most
-once per window) when the LLM endpoint slows down or fails, or when solver calls queue behind
-the worker's CPUs for longer than they take to run (more episodes in flight would only wait).
+once per window) when the LLM endpoint slows down or fails. Solver calls queueing behind the
+worker's CPUs mean the CPUs are saturated: the window stops growing (more episodes would only
+wait), but a short queue is what keeps the solver threads busy between episodes, so it is only
+cut when calls wait far longer than they run. (Halving at the first queue kept windows at 1-2 in
+the simulated world and left the CPUs idle while each worker waited for its next episode.)
 """
 
 from __future__ import annotations
@@ -15,11 +18,14 @@ class AIMDWindow:
     limit: float = 4.0
     min_limit: float = 1.0
     max_limit: float = 256.0
-    latency_factor: float = 2.0  # LLM latency above this multiple of the best seen = congestion
+    latency_factor: float = 2.0  # recent LLM latency above this multiple of the long-run level = congestion
     queue_factor: float = 2.0  # solver queue wait above this multiple of solver run time = CPUs saturated
-    ewma_alpha: float = 0.2
+    queue_cut_factor: float = 8.0  # ... above this multiple: a queue far longer than needed, cut
+    ewma_alpha: float = 0.2  # the recent latency level
+    baseline_alpha: float = 0.02  # the long-run level: slow enough that noise does not look like congestion
     _latency_ewma: float | None = field(default=None, init=False)
-    _latency_floor: float | None = field(default=None, init=False)
+    _latency_baseline: float | None = field(default=None, init=False)
+    _latency_samples: int = field(default=0, init=False)
     _since_decrease: int = field(default=0, init=False)
     decreases: int = field(default=0, init=False)
 
@@ -34,14 +40,22 @@ class AIMDWindow:
         if not ok:
             return self._decrease()
         if llm_latency_ms is not None and llm_latency_ms > 0:
-            self._latency_ewma = llm_latency_ms if self._latency_ewma is None else (
-                self.ewma_alpha * llm_latency_ms + (1 - self.ewma_alpha) * self._latency_ewma)
-            self._latency_floor = llm_latency_ms if self._latency_floor is None else min(
-                self._latency_floor, llm_latency_ms)
-            if self._latency_ewma > self.latency_factor * self._latency_floor:
+            # A fast average against a slow one: a single slow call, or latencies that are merely
+            # noisy, is not congestion; a sustained rise is, until the slow average catches up (so
+            # a permanently slower endpoint is not a permanent cut). Comparing against the fastest
+            # call ever seen cut windows to 1-2 on noise alone.
+            self._latency_samples += 1
+            if self._latency_ewma is None or self._latency_baseline is None:
+                self._latency_ewma = self._latency_baseline = llm_latency_ms
+            else:
+                self._latency_ewma += self.ewma_alpha * (llm_latency_ms - self._latency_ewma)
+                self._latency_baseline += self.baseline_alpha * (llm_latency_ms - self._latency_baseline)
+            if self._latency_samples >= 5 and self._latency_ewma > self.latency_factor * self._latency_baseline:
                 return self._decrease()
-        if solver_run_s > 0 and solver_wait_s > self.queue_factor * solver_run_s:
+        if solver_run_s > 0 and solver_wait_s > self.queue_cut_factor * solver_run_s:
             return self._decrease()
+        if solver_run_s > 0 and solver_wait_s > self.queue_factor * solver_run_s:
+            return "hold"
         self.limit = min(self.max_limit, self.limit + 1.0 / max(self.limit, 1.0))
         return "increase"
 
@@ -51,7 +65,4 @@ class AIMDWindow:
         self.limit = max(self.min_limit, self.limit / 2)
         self._since_decrease = 0
         self.decreases += 1
-        if self._latency_ewma is not None and self._latency_floor is not None:
-            # Let the floor drift up slowly so a permanently slower endpoint is not a permanent cut.
-            self._latency_floor = 0.97 * self._latency_floor + 0.03 * self._latency_ewma
         return "decrease"

@@ -20,6 +20,9 @@ from rollout.state import EpisodeState
 from rollout.tasks.base import Task
 from rollout.tasks.sexpr import SExprError, parse, section, sections, shuffle_init, to_text, typed_list
 
+_RENDERED: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], tuple[str, str]] = {}
+_RENDERED_MAX = 2048
+
 GENERALIST_IDS = (1,)
 DYNAMIC_ID = 21
 EMERGENCY_ID = 2
@@ -129,7 +132,16 @@ class SimWorld:
         return Draft(domain, problem, plan)
 
     def render(self) -> tuple[str, str]:
-        return render(self.gold_domain, self.gold_problem, self.faults, self.rename)
+        # The same task with the same faults renders the same text (a fault left unfixed, the
+        # clean task once all are fixed), in this episode and in others run by this process.
+        key = (self.task.gold_domain, self.task.gold_problem, repr(self.faults), tuple(sorted(self.rename.items())))
+        text = _RENDERED.get(key)
+        if text is None:
+            text = render(self.gold_domain, self.gold_problem, self.faults, self.rename)
+            if len(_RENDERED) >= _RENDERED_MAX:
+                _RENDERED.pop(next(iter(_RENDERED)))
+            _RENDERED[key] = text
+        return text
 
     def _rename_step(self, step: str) -> str:
         name, *args = step.strip("()").split()

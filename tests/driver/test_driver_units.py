@@ -37,7 +37,10 @@ def test_aimd_grows_additively_and_halves_on_congestion():
         assert w.on_result(ok=True, llm_latency_ms=100.0) == "increase"
     grown = w.limit
     assert 8 < grown < 12  # about +1 per window of completions
-    assert w.on_result(ok=True, llm_latency_ms=100.0, solver_wait_s=1.0, solver_run_s=0.2) == "decrease"
+    # solver calls queueing (CPUs saturated): stop growing; queueing far too long: cut
+    assert w.on_result(ok=True, llm_latency_ms=100.0, solver_wait_s=0.6, solver_run_s=0.2) == "hold"
+    assert w.limit == grown
+    assert w.on_result(ok=True, llm_latency_ms=100.0, solver_wait_s=2.0, solver_run_s=0.2) == "decrease"
     assert w.limit == pytest.approx((grown + 0) / 2, rel=0.05)
     assert w.on_result(ok=False) == "hold"  # one cut per window, not one per slow episode
     for _ in range(int(w.limit)):
