@@ -123,3 +123,33 @@ def test_manifest_label_map_must_fit_tokenizer(trained, dataset, tiny_model, tmp
     # Continuing training from this artifact with a dataset of another label set is refused too.
     with pytest.raises(LabelMismatchError, match="manifest"):
         train_llm(_cfg(dataset, tiny_model, tmp_path / "m2", init_from=str(out)))
+
+
+def test_qlora_trains_a_4bit_nf4_base_on_cpu(ray_local, dataset, tiny_model, tmp_path):
+    """--qlora: the base loads as bitsandbytes 4-bit NF4 (CPU kernels here), LoRA trains on top,
+    and the artifact serves like any other LLM policy."""
+    import bitsandbytes as bnb
+
+    from train.base_models import load_tokenizer
+    from train.labels import choose_label_set
+    from train.sft import build_model
+
+    tok = load_tokenizer(str(tiny_model))
+    model = build_model(str(tiny_model), label_token_ids=list(choose_label_set(tok).token_ids), vocab_size=len(tok),
+                        qlora=True, lora_r=4, lora_alpha=8, lora_dropout=0.0, lm_head="labels",
+                        gradient_checkpointing=False)
+    quantized = [m for m in model.modules() if isinstance(m, bnb.nn.Linear4bit)]
+    assert quantized and all(m.weight.quant_type == "nf4" for m in quantized)
+    assert all(not m.weight.requires_grad for m in quantized)  # the 4-bit base stays frozen
+    assert any(p.requires_grad for n, p in model.named_parameters() if "lora_" in n)
+
+    out = tmp_path / "qlora"
+    manifest = train_llm(_cfg(dataset, tiny_model, out, qlora=True, grad_accum=1))
+    assert manifest.extra["qlora"] is True and manifest.metrics["global_step"] == 2
+    steps = json.loads((out / "history.json").read_text())["steps"]
+    assert [s["step"] for s in steps] == [1, 2]
+    assert all(torch.isfinite(torch.tensor([s["loss"], s["grad_norm"]])).all() and s["grad_norm"] > 0 for s in steps)
+    policy = load_policy(out)
+    d = policy.decide(EpisodeState(task_description="stack the blocks", domain="(define (domain d))",
+                                   validator_errors="[validate.goal_not_reached]", error_category="plan_invalid"))
+    assert 0 <= d.agent_id <= 20 and d.decided_by == "student"
