@@ -28,6 +28,8 @@ def register(app: typer.Typer) -> None:
         max_steps: int = typer.Option(10, "--max-steps"),
         dashboard: bool = typer.Option(False, "--dashboard", help="start the Ray dashboard (about 1 GB)"),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="live progress display"),
+        retry_quarantined: bool = typer.Option(False, "--retry-quarantined",
+                                               help="when resuming, run tasks an earlier session quarantined again"),
     ) -> None:
         """Run episodes in parallel on Ray and commit each exactly once to the trajectory store."""
         from cluster.commands.runs import print_run_report
@@ -39,7 +41,8 @@ def register(app: typer.Typer) -> None:
 
         config = RolloutConfig(store_url=store or Settings.from_env().store_url, tasks=tasks, policy=policy,
                                llm=llm, episodes=episodes, replicas=replicas, cpus_per_worker=cpus_per_worker,
-                               run_id=run_id, seed=seed, max_steps=max_steps, progress=progress)
+                               run_id=run_id, seed=seed, max_steps=max_steps, progress=progress,
+                               retry_quarantined=retry_quarantined)
         try:
             job = RolloutJob(config)
         except (TaskSpecError, PolicySpecError, ValueError) as exc:

@@ -55,6 +55,9 @@ class RolloutConfig:
     seed: int = 0
     max_steps: int = 10
     max_attempts: int = 3  # crashes of one task before it is quarantined
+    # A resumed run keeps the tasks an earlier session quarantined out (their episodes would
+    # crash workers again); True gives them a fresh set of attempts.
+    retry_quarantined: bool = False
     initial_window: int | None = None  # episodes in flight per worker at start (default 4 x its CPUs)
     max_window: int = 64
     storage_options: dict[str, str] | None = None
@@ -164,6 +167,8 @@ class RolloutJob:
         self.store.remove_orphans(self.run_id)
         todo = [s for s in self.specs if s.episode_id not in committed]
         self.stats.resumed = len(self.specs) - len(todo)
+        if not self.config.retry_quarantined:
+            todo = self._keep_quarantine(meta, todo)
         state = _State(pending=deque(todo))
         committer = Committer(self.store, self.run_id, max_age_s=self.config.commit_max_age_s).start()
         status, message = "completed", ""
@@ -341,6 +346,18 @@ class RolloutJob:
             return
         self.stats.retries += 1
         requeue.append(spec)
+
+    def _keep_quarantine(self, meta: RunMeta, todo: list[EpisodeSpec]) -> list[EpisodeSpec]:
+        """Tasks quarantined by an earlier session of this run stay out; their episodes are dropped."""
+        for q in meta.quarantined:
+            self.faults[q.task_id] = _TaskFaults(strikes=q.attempts, last_error=q.error, quarantined=True)
+        if not meta.quarantined:
+            return todo
+        kept = [s for s in todo if not self._quarantined(s.task_id)]
+        self.stats.dropped += len(todo) - len(kept)
+        log.warning("resuming run %s without %d quarantined task(s) (%d episodes); --retry-quarantined "
+                    "runs them again", self.run_id, len(meta.quarantined), len(todo) - len(kept))
+        return kept
 
     def _quarantined(self, task_id: str) -> bool:
         faults = self.faults.get(task_id)

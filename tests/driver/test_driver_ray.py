@@ -97,6 +97,16 @@ def test_tasks_that_crash_their_worker_are_quarantined_and_the_rest_finish(tmp_p
     assert {q.task_id for q in meta.quarantined} == {killer, raiser}
     assert meta.episodes_failed == summary.dropped
 
+    # Resuming keeps the quarantine: nothing crashes a worker again, nothing new is run.
+    again = RolloutJob(_config(str(tmp_path), episodes=16, run_id="crashy", episode_fn=fn, max_attempts=3)).run()
+    assert again.status == "completed" and again.committed == 0 and again.resumed == len(healthy)
+    assert {q.task_id for q in again.quarantined} == {killer, raiser} and again.dropped == 16 - len(healthy)
+    assert TrajectoryStore(tmp_path).read_run_meta("crashy").episodes_failed == 16 - len(healthy)
+    # --retry-quarantined gives them new attempts (here the fault is gone: they now succeed).
+    fixed = RolloutJob(_config(str(tmp_path), episodes=16, run_id="crashy", retry_quarantined=True)).run()
+    assert fixed.status == "completed" and fixed.quarantined == [] and fixed.committed == 16 - len(healthy)
+    _assert_exactly_once(TrajectoryStore(tmp_path), job, {s.episode_id for s in job.specs})
+
 
 def test_storage_outage_stops_the_job_cleanly_and_a_rerun_resumes(tmp_path):
     with S3Server() as server, FaultProxy(server.port) as proxy:
