@@ -281,7 +281,8 @@ class RolloutJob:
         self.peak_rss_mb = max(self.peak_rss_mb, result.peak_rss_mb)
         self._worker_cpu[result.worker_pid] = max(self._worker_cpu.get(result.worker_pid, 0.0), result.cpu_s)
         summary = result.summary
-        if summary is None or result.rows is None:  # raised, or ended on an error before any step
+        rows = result.rows
+        if summary is None or rows is None:  # raised, or ended on an error before any step
             kind = "episode_exception" if summary is None else "episode_error"
             self.stats.errors[kind] += 1
             slot.window.on_result(ok=False)
@@ -290,7 +291,7 @@ class RolloutJob:
             return
         slot.window.on_result(ok=not summary.error, llm_latency_ms=result.llm_latency_ms,
                               solver_wait_s=result.solver_wait_s, solver_run_s=result.solver_run_s)
-        self._accept(summary, result.rows, committer)
+        self._accept(summary, rows, committer)
 
     def _release(self, ref: Any, state: _State) -> None:
         _, slot = state.in_flight.pop(ref)

@@ -67,8 +67,10 @@ class EpisodeSummary:
 class WorkerResult:
     spec: EpisodeSpec
     summary: EpisodeSummary | None
-    # The episode's step rows in STEP_SCHEMA, converted here so the single committer only writes.
-    rows: pa.Table | None = None
+    # The episode's step rows in STEP_SCHEMA as Arrow IPC stream bytes, converted here so the
+    # single committer only writes. Bytes, not a pa.Table: Ray pickles a table column by column
+    # (about 1 ms out and 3 ms back into the driver per episode); IPC bytes cost ~0.05 ms each way.
+    rows_ipc: bytes | None = None
     error: str = ""  # an exception that escaped the episode (the episode function itself broke)
     llm_latency_ms: float | None = None
     solver_wait_s: float = 0.0
@@ -77,6 +79,12 @@ class WorkerResult:
     peak_rss_mb: float = 0.0
     cpu_s: float = 0.0  # CPU time of the worker's process tree (itself + solver processes) since start-up
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> pa.Table | None:
+        if self.rows_ipc is None:
+            return None
+        return pa.ipc.open_stream(self.rows_ipc).read_all()
 
 
 def parse_llm_spec(spec: str) -> tuple[str, str | None, str | None]:
@@ -197,9 +205,14 @@ class RolloutWorker:
         if record is not None and record.steps:
             from rollout.store.trajectory_store import episodes_to_arrow
 
-            rows = episodes_to_arrow([record])
+            table = episodes_to_arrow([record])
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, table.schema) as writer:
+                writer.write_table(table)
+            rows = sink.getvalue().to_pybytes()
         return WorkerResult(
-            spec=spec, summary=EpisodeSummary.of(record) if record is not None else None, rows=rows, error=error,
+            spec=spec, summary=EpisodeSummary.of(record) if record is not None else None, rows_ipc=rows,
+            error=error,
             llm_latency_ms=latency,
             solver_wait_s=self.executor.wait_s, solver_run_s=self.executor.run_s, worker_pid=os.getpid(),
             peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
