@@ -1,10 +1,13 @@
 """Rollout-job benchmark: scaling, overhead, store throughput, memory. Ratios from one run.
 
-    python benchmarks/rollout.py [--episodes 80] [--tasks planbench:all] [--store-rows 60000] [--dashboard]
+    python benchmarks/rollout.py [--episodes 240] [--tasks planbench:all] [--store-rows 100000] [--dashboard]
 
 1. scaling   episodes/s of the simulated world with 2 workers vs 1 (target >= 1.8x on an idle machine)
 2. overhead  wall time vs the solver-bound limit = sum of the episodes' solver CPU time / CPUs used
-             (target <= 1.15x; the sim agents' and policy's own CPU time counts as overhead here)
+             (target <= 1.15x; the sim agents' and policy's own CPU time counts as overhead here).
+             Solver CPU of a call = the sandboxed planner/validator process plus the sandbox worker's
+             own work for the call (fork, files); oracle checks count too. The default 240 episodes
+             per job (~12 s at 2 workers) keep start and tail effects from dominating the ratio.
 3. store     step records/s through one committer (target >= 20,000), Delta Lake vs plain Parquet
              files written the same way; peak RSS per worker actor (target < 500 MB)
 Also: resident memory of the idle local Ray cluster started lean (no dashboard), and with it.
@@ -107,7 +110,7 @@ def _store_only(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--episodes", type=int, default=80, help="episodes per scaling job")
+    parser.add_argument("--episodes", type=int, default=240, help="episodes per scaling job")
     parser.add_argument("--tasks", default="planbench:all")
     parser.add_argument("--store-rows", type=int, default=100_000)
     parser.add_argument("--dashboard", action="store_true", help="also measure a cluster with the dashboard")

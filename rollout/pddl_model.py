@@ -10,6 +10,7 @@ fall back to validator-only checking.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -252,8 +253,9 @@ class World:
     domain: Domain
     problem: Problem
 
-    @property
+    @functools.cached_property
     def objects(self) -> dict[str, str]:
+        # Built once: plan search binds thousands of steps against the same world.
         return {**self.domain.constants, **self.problem.objects}
 
     def objects_of(self, typ: str) -> list[str]:
