@@ -88,40 +88,43 @@ class StudentHTTPPolicy(Policy):
 
     # -- Policy -----------------------------------------------------------------------------------
 
+    def _settle(self, attempt: int, response: httpx.Response | None, error: Exception | None, t0: float
+                ) -> tuple[Decision | None, float]:
+        """After one attempt: (the decision, 0) when done, (None, delay) to retry; raises on failure."""
+        if error is None and response is not None and response.status_code == 200:
+            return _stamp(self._result(response), t0), 0.0
+        if attempt == self.retries or not self._retryable(response, error):
+            if error is not None:
+                raise StudentServiceError(f"decision service at {self.base_url} unreachable: {error}") from error
+            return self._result(response), 0.0  # type: ignore[arg-type]  # raises with the status
+        return None, self._delay(attempt, response)
+
     def decide(self, state: EpisodeState) -> Decision:
-        t0 = time.perf_counter()
-        body = state.to_dict()
+        t0, body = time.perf_counter(), state.to_dict()
         for attempt in range(self.retries + 1):
             response, error = None, None
             try:
                 response = self._sync_client().post("/v1/decide", json=body)
             except httpx.HTTPError as exc:
                 error = exc
-            if error is None and response is not None and response.status_code == 200:
-                return _stamp(self._result(response), t0)
-            if attempt == self.retries or not self._retryable(response, error):
-                if error is not None:
-                    raise StudentServiceError(f"decision service at {self.base_url} unreachable: {error}") from error
-                return self._result(response)  # type: ignore[arg-type]  # raises with the status
-            time.sleep(self._delay(attempt, response))
+            decision, delay = self._settle(attempt, response, error, t0)
+            if decision is not None:
+                return decision
+            time.sleep(delay)
         raise AssertionError("unreachable")
 
     async def adecide(self, state: EpisodeState) -> Decision:
-        t0 = time.perf_counter()
-        body = state.to_dict()
+        t0, body = time.perf_counter(), state.to_dict()
         for attempt in range(self.retries + 1):
             response, error = None, None
             try:
                 response = await self._async_client().post("/v1/decide", json=body)
             except httpx.HTTPError as exc:
                 error = exc
-            if error is None and response is not None and response.status_code == 200:
-                return _stamp(self._result(response), t0)
-            if attempt == self.retries or not self._retryable(response, error):
-                if error is not None:
-                    raise StudentServiceError(f"decision service at {self.base_url} unreachable: {error}") from error
-                return self._result(response)  # type: ignore[arg-type]
-            await asyncio.sleep(self._delay(attempt, response))
+            decision, delay = self._settle(attempt, response, error, t0)
+            if decision is not None:
+                return decision
+            await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
     def send_feedback(self, record: EpisodeRecord) -> dict[str, Any]:

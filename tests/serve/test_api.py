@@ -165,8 +165,10 @@ def test_feedback_is_stored_once(cluster, client):
     assert r.json() == {"episode_id": "fb-1", "stored": True, "steps": 2}
     again = client.post("/v1/feedback", json=_feedback("fb-1"))
     assert again.status_code == 200 and again.json()["stored"] is False
-    episodes = TrajectoryStore(str(cluster.store)).read_episodes(["serve-feedback"])
-    assert [e.episode_id for e in episodes] == ["fb-1"]
+    # other tests' student rollouts may share this feedback run: look at fb-1 alone
+    episodes = [e for e in TrajectoryStore(str(cluster.store)).read_episodes(["serve-feedback"])
+                if e.episode_id == "fb-1"]
+    assert len(episodes) == 1
     ep = episodes[0]
     assert ep.llm_backend == "sim" and ep.success_validator and ep.model_version == "v1"
     assert [(s.agent_id, s.is_hardcoded) for s in ep.steps] == [(2, True), (13, False)]
