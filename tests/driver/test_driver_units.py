@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import time
+
 import pytest
 from typer.testing import CliRunner
 
@@ -89,3 +92,54 @@ def test_runs_show_unknown_run_is_a_clear_error(tmp_path):
     assert "no run 'nope'" in result.output
     listing = CliRunner().invoke(app, ["runs", "--store", str(tmp_path)])
     assert listing.exit_code == 0 and "no runs" in listing.output
+
+
+def test_aimd_window_is_not_cut_by_latency_noise_alone():
+    """Log-normal latencies (sigma 0.5, as the simulated world draws them) are noise, not congestion:
+    comparing against the fastest call ever seen used to halve windows down to 1-2."""
+    import random
+
+    rng = random.Random(3)
+    w = AIMDWindow(limit=4.0)
+    for _ in range(500):
+        w.on_result(ok=True, llm_latency_ms=2500.0 * math.exp(rng.gauss(0.0, 0.5)))
+    assert w.decreases == 0 and w.limit > 4.0
+
+
+def test_aimd_holds_on_a_short_solver_queue_and_cuts_a_long_one():
+    w = AIMDWindow(limit=6.0)
+    assert w.on_result(ok=True, solver_wait_s=0.5, solver_run_s=0.1) == "hold"  # saturated: do not grow
+    assert w.limit == 6.0
+    for _ in range(6):
+        w.on_result(ok=True, solver_wait_s=0.5, solver_run_s=0.1)
+    assert w.on_result(ok=True, solver_wait_s=1.0, solver_run_s=0.1) == "decrease"  # 10x: far too long
+    assert w.limit == 3.0
+
+
+def test_worker_tree_cpu_counts_live_descendants_like_psutil():
+    """_tree_cpu_s reads /proc directly (psutil's recursive children() scans every process)."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    from rollout.driver.worker import _tree_cpu_s
+
+    busy = subprocess.Popen([sys.executable, "-c", "import time\nt=time.process_time()\n"
+                             "while time.process_time() - t < 0.4: pass\ntime.sleep(30)"])
+    try:
+        deadline = time.monotonic() + 10
+        while psutil.Process(busy.pid).cpu_times().user < 0.35 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        me = psutil.Process()
+        t = me.cpu_times()
+        expected = t.user + t.system + t.children_user + t.children_system
+        for child in me.children(recursive=True):
+            c = child.cpu_times()
+            expected += c.user + c.system + c.children_user + c.children_system
+        got = _tree_cpu_s()
+        assert got >= 0.35  # the live child's CPU is in it
+        assert abs(got - expected) < 0.1
+    finally:
+        busy.kill()
+        busy.wait()

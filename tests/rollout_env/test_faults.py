@@ -119,3 +119,25 @@ def test_wrong_agent_wastes_the_step_or_breaks_something(tasks) -> None:
     assert outcome.llm_calls == 1 and outcome.cost_usd > 0
     assert world.active_fault_kinds() == ["missing_init_fact"]
     assert (outcome.domain, outcome.problem) == (domain, problem)
+
+
+def test_cached_renders_equal_fresh_ones_and_do_not_leak_between_fault_sets(tasks) -> None:
+    """SimWorld.render caches text per (task, faults, rename); a cached answer must be exactly what a
+    fresh render gives, and a different fault set must not get another's text."""
+    from rollout.sim.faults import render
+
+    task = next(t for t in tasks.values() if t.domain_name == "blocksworld")
+    world = world_with(task, [])
+    clean = world.render()
+    assert clean == render(world.gold_domain, world.gold_problem, [], world.rename)
+    assert world.render() is clean  # the second time comes from the cache
+    rng = random.Random(1)
+    for kind in PDDL_FAULTS:
+        params = CATALOG[kind].choose(world.gold_domain, world.gold_problem, rng)
+        if params is None:
+            continue
+        faulty = world_with(task, [Fault(kind, params)])
+        text = faulty.render()
+        assert text == render(faulty.gold_domain, faulty.gold_problem, faulty.faults, faulty.rename)
+        assert text != clean, kind
+    assert world_with(task, []).render() == clean  # the gold trees were not changed by any render

@@ -47,3 +47,10 @@ def test_ground_truth_fallback_and_no_gold() -> None:
     nothing = load_tasks(f"natural_plan:{SAMPLE}")[0]
     verdict = check_plan(nothing, "(a)")
     assert verdict.correct is None and verdict.method == "none"
+
+
+def test_gold_pddl_check_reports_its_solver_cpu() -> None:
+    """The oracle's validator call is solver work: an episode counts it with its other solver calls."""
+    task = load_tasks("planbench:blocksworld:1")[0]
+    verdict = check_plan(task, task.gold_plan)
+    assert verdict.correct is True and verdict.solver_cpu_s > 0

@@ -171,3 +171,29 @@ def test_results_serialise_with_category_strings(bw_domain, bw_problem):
     data = solvers.plan(bw_domain, bw_problem).to_dict()
     assert data["category"] == "ok" and data["sandbox"] in ("bwrap", "rlimits")
     assert solvers.versions()["fast-downward"]
+
+
+def test_solver_cpu_covers_the_child_and_the_sandbox_workers_share(bw_domain, bw_problem):
+    """cpu_s of a call = the confined planner/validator process plus the sandbox worker's own CPU for
+    the call (fork, files), reported separately by the worker as host_cpu_s."""
+    from solvers.pool import get_pool
+
+    planned = solvers.plan(bw_domain, bw_problem)
+    assert planned.ok and planned.cpu_s > 0
+    checked = solvers.validate(bw_domain, bw_problem, planned.plan_text)
+    assert checked.valid and checked.cpu_s > 0
+    files = {"domain.pddl": bw_domain, "problem.pddl": bw_problem, "plan.txt": planned.plan_text}
+    from solvers import kairos_cli
+
+    pool = get_pool()
+    worker = pool._acquire()  # noqa: SLF001  (the raw answer, to see both parts)
+    try:
+        import base64
+
+        payload = {"kind": "exec", "argv": kairos_cli.validate_argv(), "timeout_s": 10, "output_bytes": 65536,
+                   "collect": [], "collect_bytes": 1024, "env": {"PATH": "/usr/bin:/bin"}, "confine": True,
+                   "limits": {}, "files": {k: base64.b64encode(v.encode()).decode() for k, v in files.items()}}
+        answer = worker.call(payload, time.monotonic() + 30)
+    finally:
+        pool._release(worker, broken=False)  # noqa: SLF001
+    assert answer["ok"] and answer["cpu_s"] > 0 and answer["host_cpu_s"] > 0
