@@ -13,19 +13,14 @@ from typing import Any
 
 
 def app(args: dict[str, Any]) -> Any:
-    import ray
-
     from serve.app import build_app
     from serve.config import ServeConfig
-    from serve.registry import get_or_create_registry
+    from serve.launcher import target_model
     from serve.runtime import verify_model
 
     config = ServeConfig.from_dict(dict(args))
     if not config.model:
         raise ValueError("serve application args: `model` is required")
     _, manifest = verify_model(config.model, config.model_cache_dir or None)
-    registry = get_or_create_registry(config.registry_name, config.registry_namespace)
-    if ray.get(registry.target.remote()) is None:
-        ray.get(registry.deploy.remote(config.model, {"name": manifest.name, "version": manifest.version,
-                                                      "policy_class": manifest.policy_class}))
+    target_model(config, manifest, replace=False)  # later versions arrive through /v1/admin/model
     return build_app(config)

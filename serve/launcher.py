@@ -60,25 +60,34 @@ def ensure_serve(config: ServeConfig) -> bool:
 
 def start_service(config: ServeConfig, *, address: str | None = None, num_cpus: int | None = None,
                   wait_ready_s: float = 120.0) -> RunningService:
-    import ray
     from ray import serve
 
     from serve.app import build_app
-    from serve.registry import get_or_create_registry
 
     config.validate()
     _, manifest = verify_model(config.model, config.model_cache_dir or None)
     owns_ray = ensure_ray(address, num_cpus)
     owns_serve = ensure_serve(config)
-    registry = get_or_create_registry(config.registry_name, config.registry_namespace)
-    target = ray.get(registry.target.remote())
-    if target is None or target["ref"] != config.model or target["version"] != manifest.version:
-        ray.get(registry.deploy.remote(config.model, {"name": manifest.name, "version": manifest.version,
-                                                      "policy_class": manifest.policy_class}))
+    registry = target_model(config, manifest, replace=True)
     serve.run(build_app(config), name=config.app_name, route_prefix=config.route_prefix)
     service = RunningService(config, registry, owns_ray, owns_serve)
     wait_ready(service.url, wait_ready_s)
     return service
+
+
+def target_model(config: ServeConfig, manifest: Any, *, replace: bool) -> Any:
+    """The model registry actor, with `config.model` as its target: when it has none, or (replace)
+    when it targets another model or version. Returns the registry handle."""
+    import ray
+
+    from serve.registry import get_or_create_registry
+
+    registry = get_or_create_registry(config.registry_name, config.registry_namespace)
+    target = ray.get(registry.target.remote())
+    if target is None or replace and (target["ref"] != config.model or target["version"] != manifest.version):
+        ray.get(registry.deploy.remote(config.model, {"name": manifest.name, "version": manifest.version,
+                                                      "policy_class": manifest.policy_class}))
+    return registry
 
 
 def wait_ready(url: str, timeout_s: float) -> dict[str, Any]:
