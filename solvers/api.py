@@ -108,5 +108,4 @@ def validate(domain: str, problem: str, plan_text: str, *, limits: Limits = Limi
         run = pool.request({"kind": "exec", "argv": kairos_cli.validate_argv()}, files=files, limits=limits)
         result = kairos_cli.validation_result(run, "kairos")
     result.sandbox = run.level
-    result.cpu_s = run.cpu_s
     return result

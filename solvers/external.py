@@ -80,7 +80,7 @@ def val_result(run: RunResult, plan_text: str) -> ValidationResult:
     repair advice "(act) has an unsatisfied precondition at time T" + "(Set (atom) to true)"; or
     "Goal not satisfied" + "(Set (goal atom) to true)"; or "FILE: line: N: Error: ..."."""
     out = run.output
-    common = {"output_tail": out[-4000:], "wall_s": run.wall_s}
+    common = {"output_tail": out[-4000:], "wall_s": run.wall_s, "cpu_s": run.cpu_s}
     if run.returncode is None or run.timed_out:
         cat = ErrorCategory.SEARCH_TIMEOUT if run.timed_out else ErrorCategory.SOLVER_CRASH
         return ValidationResult(cat, "val", message=run.error, **common)

@@ -154,7 +154,7 @@ def validation_result(run: RunResult, validator: str = "kairos") -> ValidationRe
     tail = run.output[-4000:]
     errs = _errors(run.output)
     codes = [d.code for d in diagnostics(run.output) if d.code]
-    common = {"output_tail": tail, "wall_s": run.wall_s, "diagnostics": codes}
+    common = {"output_tail": tail, "wall_s": run.wall_s, "cpu_s": run.cpu_s, "diagnostics": codes}
     bad = _signal_category(run)
     if bad:
         return ValidationResult(bad[0], validator, message=bad[1], **common)

@@ -350,10 +350,10 @@ class RolloutJob:
 
     def _keep_quarantine(self, meta: RunMeta, todo: list[EpisodeSpec]) -> list[EpisodeSpec]:
         """Tasks quarantined by an earlier session of this run stay out; their episodes are dropped."""
-        for q in meta.quarantined:
-            self.faults[q.task_id] = _TaskFaults(strikes=q.attempts, last_error=q.error, quarantined=True)
         if not meta.quarantined:
             return todo
+        for q in meta.quarantined:
+            self.faults[q.task_id] = _TaskFaults(strikes=q.attempts, last_error=q.error, quarantined=True)
         kept = [s for s in todo if not self._quarantined(s.task_id)]
         self.stats.dropped += len(todo) - len(kept)
         log.warning("resuming run %s without %d quarantined task(s) (%d episodes); --retry-quarantined "
