@@ -8,7 +8,6 @@ past the store's retry budget stops the committer; the job sees `failure` and st
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 
@@ -17,7 +16,6 @@ import pyarrow as pa
 from rollout.store import StoreUnavailable, TrajectoryStore
 
 log = logging.getLogger(__name__)
-_FLUSH = object()
 
 
 class Committer:
@@ -33,10 +31,17 @@ class Committer:
         self.rows = 0
         self.commit_s = 0.0  # time spent inside store.write_episodes
         self.failure: BaseException | None = None
-        self._queue: queue.Queue[object] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="halo-committer", daemon=True)
+        # Finished episodes wait in an inbox; the committer thread is woken only when a batch
+        # starts (to arm its age deadline), fills up, or the job closes, not once per submission:
+        # a wake-up per episode cost the driver a thread switch each time.
+        self._cond = threading.Condition()
+        self._inbox: list[tuple[pa.Table, int]] = []
+        self._inbox_rows = 0
+        self._inbox_episodes = 0
+        self._oldest = 0.0
+        self._closing = False
         self._pending = 0
-        self._lock = threading.Lock()
 
     def start(self) -> Committer:
         self._thread.start()
@@ -45,53 +50,60 @@ class Committer:
     @property
     def pending(self) -> int:
         """Episodes handed over but not yet committed."""
-        with self._lock:
+        with self._cond:
             return self._pending
 
-    def submit(self, rows: pa.Table) -> bool:
-        """Queue a finished episode; False once the committer has stopped on a failure (the job then
-        stops too, and the episode is re-run when the job is resumed)."""
+    def submit(self, rows: pa.Table, *, episodes: int = 1) -> bool:
+        """Queue the step rows of `episodes` finished episodes; False once the committer has stopped on
+        a failure (the job then stops too, and the episodes are re-run when the job is resumed)."""
         if self.failure is not None:
             return False
-        with self._lock:
-            self._pending += 1
-        self._queue.put(rows)
+        with self._cond:
+            first = not self._inbox
+            if first:
+                self._oldest = time.monotonic()
+            self._inbox.append((rows, episodes))
+            self._inbox_rows += rows.num_rows
+            self._inbox_episodes += episodes
+            self._pending += episodes
+            if first or self._full():
+                self._cond.notify()
         return True
 
     def close(self, timeout_s: float | None = None) -> None:
         """Commit everything submitted so far, then stop."""
-        self._queue.put(_FLUSH)
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
         self._thread.join(timeout_s)
 
+    def _full(self) -> bool:
+        return self._inbox_rows >= self.max_rows or self._inbox_episodes >= self.max_episodes
+
     def _loop(self) -> None:
-        batch: list[pa.Table] = []
-        rows = 0
-        oldest = 0.0
         while True:
-            timeout = max(0.01, oldest + self.max_age_s - time.monotonic()) if batch else None
-            try:
-                item = self._queue.get(timeout=timeout)
-            except queue.Empty:
-                item = None
-            closing = item is _FLUSH
-            if isinstance(item, pa.Table):
-                if not batch:
-                    oldest = time.monotonic()
-                batch.append(item)
-                rows += item.num_rows
-            due = batch and (closing or rows >= self.max_rows or len(batch) >= self.max_episodes
-                             or time.monotonic() - oldest >= self.max_age_s)
-            if due:
-                if not self._commit(batch):
-                    return
-                batch, rows = [], 0
+            with self._cond:
+                while not (self._closing or self._full()):
+                    if not self._inbox:
+                        self._cond.wait()
+                        continue
+                    left = self._oldest + self.max_age_s - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
+                batch, self._inbox = self._inbox, []
+                self._inbox_rows = self._inbox_episodes = 0
+                closing = self._closing
+            if batch and not self._commit(batch):
+                return
             if closing:
                 return
 
-    def _commit(self, batch: list[pa.Table]) -> bool:
+    def _commit(self, batch: list[tuple[pa.Table, int]]) -> bool:
         t0 = time.perf_counter()
+        tables = [table for table, _ in batch]
         try:
-            new = self.store.write_table(self.run_id, pa.concat_tables(batch).combine_chunks())
+            new = self.store.write_table(self.run_id, pa.concat_tables(tables).combine_chunks())
         except StoreUnavailable as exc:
             self.failure = exc
             return False
@@ -102,7 +114,7 @@ class Committer:
         self.commit_s += time.perf_counter() - t0
         self.commits += 1
         self.committed += new
-        self.rows += sum(t.num_rows for t in batch)
-        with self._lock:
-            self._pending -= len(batch)
+        self.rows += sum(t.num_rows for t in tables)
+        with self._cond:
+            self._pending -= sum(n for _, n in batch)
         return True

@@ -30,7 +30,7 @@ from rollout.driver.worker import (
     EpisodeFn,
     EpisodeSummary,
     RolloutWorker,
-    WorkerResult,
+    WorkerBatch,
     WorkerSetup,
     parse_llm_spec,
 )
@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 IDENTITY_KEYS = ("tasks", "policy", "llm", "seed", "max_steps")
 MAX_UNCOMMITTED = 5_000  # finished episodes waiting for the committer before dispatch pauses
+MAX_AUTO_BATCH = 4  # the most episodes per Ray call when episodes_per_call is not set
 
 
 @dataclass
@@ -60,6 +61,9 @@ class RolloutConfig:
     retry_quarantined: bool = False
     initial_window: int | None = None  # episodes in flight per worker at start (default 4 x its CPUs)
     max_window: int = 64
+    # Episodes per Ray call. None: half the worker's window, at most MAX_AUTO_BATCH, so each worker
+    # still has two calls in flight and one slow episode does not hold back the rest.
+    episodes_per_call: int | None = None
     storage_options: dict[str, str] | None = None
     store_retry_budget_s: float = 60.0
     commit_max_age_s: float = 2.0
@@ -127,7 +131,7 @@ class _TaskFaults:
 class _State:
     pending: deque[EpisodeSpec] = field(default_factory=deque)
     suspects: deque[EpisodeSpec] = field(default_factory=deque)
-    in_flight: dict[Any, tuple[EpisodeSpec, _Slot]] = field(default_factory=dict)
+    in_flight: dict[Any, tuple[list[EpisodeSpec], _Slot]] = field(default_factory=dict)  # one Ray call each
 
 
 class RolloutJob:
@@ -224,7 +228,7 @@ class RolloutJob:
             for ref in ready:
                 if ref in state.in_flight:
                     self._collect(ref, state, committer)
-            self.stats.in_flight = len(state.in_flight)
+            self.stats.in_flight = sum(s.in_flight for s in self.slots if not s.dead)
             self.stats.window = sum(s.window.size for s in self.slots if not s.dead)
             self.stats.committed = committer.committed
             display.refresh()
@@ -241,13 +245,21 @@ class RolloutJob:
                 spec = self._next(state.suspects)
                 if spec is not None:
                     slot.solo = True
-                    self._send(spec, slot, state)
+                    self._send([spec], slot, state)
                 continue
             while state.pending and slot.in_flight < slot.window.size:
-                spec = self._next(state.pending)
-                if spec is None:
+                batch = []
+                room = min(self._batch_size(slot), slot.window.size - slot.in_flight)
+                while len(batch) < room and (spec := self._next(state.pending)) is not None:
+                    batch.append(spec)
+                if not batch:
                     break
-                self._send(spec, slot, state)
+                self._send(batch, slot, state)
+
+    def _batch_size(self, slot: _Slot) -> int:
+        if self.config.episodes_per_call is not None:
+            return self.config.episodes_per_call
+        return max(1, min(MAX_AUTO_BATCH, slot.window.size // 2))
 
     def _next(self, queue: deque[EpisodeSpec]) -> EpisodeSpec | None:
         while queue:
@@ -258,70 +270,76 @@ class RolloutJob:
             return spec
         return None
 
-    def _send(self, spec: EpisodeSpec, slot: _Slot, state: _State) -> None:
-        ref = slot.actor.run.remote(spec)
-        state.in_flight[ref] = (spec, slot)
-        slot.in_flight += 1
+    def _send(self, specs: list[EpisodeSpec], slot: _Slot, state: _State) -> None:
+        ref = slot.actor.run_batch.remote(specs)
+        state.in_flight[ref] = (specs, slot)
+        slot.in_flight += len(specs)
 
     def _collect(self, ref: Any, state: _State, committer: Committer) -> None:
         import ray
         from ray.exceptions import RayActorError, RayTaskError
 
-        spec, slot = state.in_flight[ref]
+        specs, slot = state.in_flight[ref]
         try:
-            result: WorkerResult = ray.get(ref)
+            batch: WorkerBatch = ray.get(ref)
         except RayTaskError as exc:
             self._release(ref, state)
-            self._strike(spec, f"worker call failed: {exc}"[-3000:], state, requeue=state.pending)
+            for spec in specs:
+                self._strike(spec, f"worker call failed: {exc}"[-3000:], state, requeue=state.pending)
             return
         except (RayActorError, ray.exceptions.RayError):
             self._worker_died(slot, state)
             return
         self._release(ref, state)
-        self.peak_rss_mb = max(self.peak_rss_mb, result.peak_rss_mb)
-        self._worker_cpu[result.worker_pid] = max(self._worker_cpu.get(result.worker_pid, 0.0), result.cpu_s)
-        summary = result.summary
-        rows = result.rows
-        if summary is None or rows is None:  # raised, or ended on an error before any step
-            kind = "episode_exception" if summary is None else "episode_error"
-            self.stats.errors[kind] += 1
-            slot.window.on_result(ok=False)
-            error = result.error if summary is None else summary.error
-            self._strike(spec, error, state, requeue=state.pending)
-            return
-        slot.window.on_result(ok=not summary.error, llm_latency_ms=result.llm_latency_ms,
-                              solver_wait_s=result.solver_wait_s, solver_run_s=result.solver_run_s)
-        self._accept(summary, rows, committer)
+        self.peak_rss_mb = max(self.peak_rss_mb, batch.peak_rss_mb)
+        self._worker_cpu[batch.worker_pid] = max(self._worker_cpu.get(batch.worker_pid, 0.0), batch.cpu_s)
+        accepted: list[EpisodeSummary] = []
+        for outcome in batch.outcomes:
+            summary = outcome.summary
+            if summary is None or summary.num_steps == 0:  # raised, or ended on an error before any step
+                kind = "episode_exception" if summary is None else "episode_error"
+                self.stats.errors[kind] += 1
+                slot.window.on_result(ok=False)
+                self._strike(outcome.spec, outcome.error if summary is None else summary.error, state,
+                             requeue=state.pending)
+                continue
+            slot.window.on_result(ok=not summary.error, llm_latency_ms=outcome.llm_latency_ms,
+                                  solver_wait_s=batch.solver_wait_s, solver_run_s=batch.solver_run_s)
+            accepted.append(summary)
+        rows = batch.rows
+        if accepted and rows is not None:
+            self._accept(accepted, rows, committer)
 
     def _release(self, ref: Any, state: _State) -> None:
-        _, slot = state.in_flight.pop(ref)
-        slot.in_flight -= 1
+        specs, slot = state.in_flight.pop(ref)
+        slot.in_flight -= len(specs)
         if slot.solo and slot.in_flight == 0:
             slot.solo = False
 
-    def _accept(self, record: EpisodeSummary, rows: pa.Table, committer: Committer) -> None:
-        if not committer.submit(rows):
+    def _accept(self, records: list[EpisodeSummary], rows: pa.Table, committer: Committer) -> None:
+        """`rows` holds the step rows of exactly these episodes."""
+        if not committer.submit(rows, episodes=len(records)):
             return
         s = self.stats
-        s.done += 1
-        s.succeeded += bool(record.success_validator)
-        if record.success_oracle is not None:
-            s.oracle_graded += 1
-            s.oracle_ok += bool(record.success_oracle)
-        if record.error:
-            s.errors["episode_error"] += 1
-        elif not record.success_validator:
-            s.errors[f"unsolved:{record.last_error_category or 'budget'}"] += 1
-        self.solver_cpu_s += record.solver_cpu_s
+        for record in records:
+            s.done += 1
+            s.succeeded += bool(record.success_validator)
+            if record.success_oracle is not None:
+                s.oracle_graded += 1
+                s.oracle_ok += bool(record.success_oracle)
+            if record.error:
+                s.errors["episode_error"] += 1
+            elif not record.success_validator:
+                s.errors[f"unsolved:{record.last_error_category or 'budget'}"] += 1
+            self.solver_cpu_s += record.solver_cpu_s
 
     def _worker_died(self, slot: _Slot, state: _State) -> None:
         if slot.dead:
             return
         slot.dead = True
         self.stats.errors["worker_died"] += 1
-        lost = [(ref, spec) for ref, (spec, s) in state.in_flight.items() if s is slot]
-        for ref, _ in lost:
-            state.in_flight.pop(ref)
+        refs = [ref for ref, (_, s) in state.in_flight.items() if s is slot]
+        lost = [(ref, spec) for ref in refs for spec in state.in_flight.pop(ref)[0]]
         if len(lost) == 1:  # it ran alone: the death is this episode's doing
             self._strike(lost[0][1], "the worker process died while running this episode "
                                      "(killed, out of memory, or crashed)", state, requeue=state.suspects)

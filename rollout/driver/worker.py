@@ -64,15 +64,25 @@ class EpisodeSummary:
 
 
 @dataclass
-class WorkerResult:
+class EpisodeOutcome:
+    """One episode of a batch: its summary, or the exception that escaped the episode function."""
+
     spec: EpisodeSpec
     summary: EpisodeSummary | None
-    # The episode's step rows in STEP_SCHEMA as Arrow IPC stream bytes, converted here so the
-    # single committer only writes. Bytes, not a pa.Table: Ray pickles a table column by column
-    # (about 1 ms out and 3 ms back into the driver per episode); IPC bytes cost ~0.05 ms each way.
-    rows_ipc: bytes | None = None
     error: str = ""  # an exception that escaped the episode (the episode function itself broke)
     llm_latency_ms: float | None = None
+
+
+@dataclass
+class WorkerBatch:
+    """What one `run_batch` call returns: per-episode outcomes, their step rows, the worker's state."""
+
+    outcomes: list[EpisodeOutcome]
+    # The step rows (STEP_SCHEMA) of every episode that has steps, as one Arrow IPC stream,
+    # converted here so the single committer only writes. Bytes, not a pa.Table: Ray pickles a
+    # table column by column (about 1 ms out and 3 ms back into the driver per call); IPC bytes
+    # cost ~0.05 ms each way.
+    rows_ipc: bytes | None = None
     solver_wait_s: float = 0.0
     solver_run_s: float = 0.0
     worker_pid: int = 0
@@ -167,16 +177,21 @@ class RolloutWorker:
     def pid(self) -> int:
         return os.getpid()
 
-    async def run(self, spec: EpisodeSpec) -> WorkerResult:
+    async def run_batch(self, specs: list[EpisodeSpec]) -> WorkerBatch:
+        """Run the episodes concurrently; one call per batch, so Ray's per-call cost and the
+        row conversion's fixed cost are paid once per batch rather than once per episode."""
         if not self._installed:
             asyncio.get_running_loop().set_default_executor(self.executor)
             self._installed = True
+        ran = await asyncio.gather(*(self._guarded(spec) for spec in specs))
+        return self._batch(specs, ran)
+
+    async def _guarded(self, spec: EpisodeSpec) -> EpisodeRecord | str:
         try:
-            record = await self._episode(spec)
+            return await self._episode(spec)
         except Exception as exc:  # noqa: BLE001  (reported to the driver, which counts strikes)
             tb = traceback.format_exc(limit=6)
-            return self._result(spec, None, error=f"{type(exc).__name__}: {exc}\n{tb}"[-3000:])
-        return self._result(spec, record)
+            return f"{type(exc).__name__}: {exc}\n{tb}"[-3000:]
 
     async def _episode(self, spec: EpisodeSpec) -> EpisodeRecord:
         from rollout.episode import EpisodeConfig, run_episode
@@ -196,28 +211,38 @@ class RolloutWorker:
             self.llm.drain_records()  # the record already carries the per-step accounting
         return record
 
-    def _result(self, spec: EpisodeSpec, record: EpisodeRecord | None, error: str = "") -> WorkerResult:
-        latency = None
-        if record is not None and record.total_llm_calls:
-            llm_steps = [st for st in record.steps if st.llm_calls]
-            latency = sum(st.latency_ms for st in llm_steps) / max(1, sum(st.llm_calls for st in llm_steps))
+    def _batch(self, specs: list[EpisodeSpec], ran: list[EpisodeRecord | str]) -> WorkerBatch:
+        outcomes = []
+        with_steps = []
+        for spec, got in zip(specs, ran, strict=True):
+            if isinstance(got, str):
+                outcomes.append(EpisodeOutcome(spec, None, error=got))
+                continue
+            outcomes.append(EpisodeOutcome(spec, EpisodeSummary.of(got), llm_latency_ms=_mean_llm_latency_ms(got)))
+            if got.steps:
+                with_steps.append(got)
         rows = None
-        if record is not None and record.steps:
+        if with_steps:
             from rollout.store.trajectory_store import episodes_to_arrow
 
-            table = episodes_to_arrow([record])
+            table = episodes_to_arrow(with_steps)
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, table.schema) as writer:
                 writer.write_table(table)
             rows = sink.getvalue().to_pybytes()
-        return WorkerResult(
-            spec=spec, summary=EpisodeSummary.of(record) if record is not None else None, rows_ipc=rows,
-            error=error,
-            llm_latency_ms=latency,
+        return WorkerBatch(
+            outcomes=outcomes, rows_ipc=rows,
             solver_wait_s=self.executor.wait_s, solver_run_s=self.executor.run_s, worker_pid=os.getpid(),
             peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
             cpu_s=_tree_cpu_s() - self._cpu_at_start,
         )
+
+
+def _mean_llm_latency_ms(record: EpisodeRecord) -> float | None:
+    if not record.total_llm_calls:
+        return None
+    llm_steps = [st for st in record.steps if st.llm_calls]
+    return sum(st.latency_ms for st in llm_steps) / max(1, sum(st.llm_calls for st in llm_steps))
 
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100

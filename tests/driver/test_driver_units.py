@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 import time
 
 import pytest
@@ -143,3 +145,26 @@ def test_worker_tree_cpu_counts_live_descendants_like_psutil():
     finally:
         busy.kill()
         busy.wait()
+
+
+def test_worker_batch_keeps_each_episodes_outcome_and_ships_rows_of_those_with_steps():
+    import asyncio
+
+    from rollout.driver.worker import RolloutWorker, WorkerSetup
+    from tests.driver.faulty_episodes import crashing_tasks
+
+    tasks = load_tasks("planbench:blocksworld:3")
+    specs = plan_episodes(tasks, 3, "batch", base_seed=1)
+    fn = functools.partial(crashing_tasks, killer="none", raiser=tasks[1].task_id)
+    worker = RolloutWorker(WorkerSetup(run_id="batch", tasks=tasks, policy_spec="rules+scripted", episode_fn=fn))
+    batch = asyncio.run(worker.run_batch(specs))
+    assert [o.spec.episode_id for o in batch.outcomes] == [s.episode_id for s in specs]
+    raised = batch.outcomes[1]
+    assert raised.summary is None and "solver wrapper exploded" in raised.error
+    ok = [o for i, o in enumerate(batch.outcomes) if i != 1]
+    assert all(o.summary is not None and o.summary.num_steps > 0 and not o.error for o in ok)
+    rows = batch.rows
+    assert rows is not None
+    assert set(rows.column("episode_id").to_pylist()) == {o.spec.episode_id for o in ok}
+    assert rows.num_rows == sum(o.summary.num_steps for o in ok)
+    assert batch.cpu_s > 0 and batch.worker_pid == os.getpid()
