@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rollout.tasks.sexpr import SExpr, section, sections, typed_list
+from rollout.tasks.sexpr import SExpr, copy_tree, join_sections, section, sections, to_text, typed_list
 
 Define = list[SExpr]
 
@@ -384,22 +384,57 @@ PLAN_FAULTS = tuple(k for k, fc in CATALOG.items() if fc.target == "plan")
 def render(gold_domain: Define, gold_problem: Define, faults: list[Fault],
            rename: dict[str, str] | None = None) -> tuple[str, str]:
     """Gold PDDL with the active faults applied (semantic first, renames, then text breakage)."""
-    from rollout.tasks.sexpr import copy_tree, to_text
-
     domain, problem = copy_tree(gold_domain), copy_tree(gold_problem)
     for fault in faults:
         fc = CATALOG[fault.kind]
         if fc.target in ("domain", "problem"):
             fc.apply(domain, problem, fault.params)
-    if rename:
-        domain, problem = _rename(domain, rename), _rename(problem, rename)
-    d_text, p_text = to_text(domain) + "\n", to_text(problem) + "\n"
+    d_text, p_text = _print(domain, gold_domain, rename) + "\n", _print(problem, gold_problem, rename) + "\n"
     for fault in faults:
         if fault.kind == "syntax_domain":
             d_text = _break_text(d_text, fault.params)
         elif fault.kind == "syntax_problem":
             p_text = _break_text(p_text, fault.params)
     return d_text, p_text
+
+
+RenameKey = tuple[tuple[str, str], ...]
+# (id of a gold section, rename) -> (that section, its printed text). The entry holds the section
+# itself, so the id cannot be reused by another list while the entry exists.
+_SECTION_TEXT: dict[tuple[int, RenameKey], tuple[list[SExpr], str]] = {}
+_SECTION_TEXT_MAX = 4096
+
+
+def _print(edited: Define, gold: Define, rename: dict[str, str] | None) -> str:
+    """`to_text` of the renamed `edited` define. Faults change few sections, so the sections still
+    equal to gold's reuse their printed text (gold trees are shared and never edited)."""
+    table = rename or {}
+    if len(edited) < 2 or not isinstance(edited[0], str) or any(isinstance(x, str) for x in edited[1:]):
+        return to_text(_rename(edited, table) if table else edited)
+    key = tuple(sorted(table.items()))
+    texts: list[str] = []
+    j = 1  # the gold section expected next (an inserted section leaves it in place)
+    for item in edited[1:]:
+        if j < len(gold) and item == gold[j]:
+            texts.append(_gold_section_text(gold[j], table, key))
+            j += 1
+        else:
+            texts.append(to_text(_rename(item, table) if table else item, 2))
+            if len(edited) == len(gold):
+                j += 1  # same shape: this section was edited in place
+    return join_sections(str(_rename(edited[0], table)), texts)
+
+
+def _gold_section_text(gold_section: list[SExpr], table: dict[str, str], key: RenameKey) -> str:
+    cache_key = (id(gold_section), key)
+    hit = _SECTION_TEXT.get(cache_key)
+    if hit is not None and hit[0] is gold_section:
+        return hit[1]
+    text = to_text(_rename(gold_section, table) if table else gold_section, 2)
+    if len(_SECTION_TEXT) >= _SECTION_TEXT_MAX:
+        _SECTION_TEXT.pop(next(iter(_SECTION_TEXT)))
+    _SECTION_TEXT[cache_key] = (gold_section, text)
+    return text
 
 
 def _rename(expr: SExpr, table: dict[str, str]) -> SExpr:

@@ -18,7 +18,16 @@ from rollout.agents.base import AgentOutcome
 from rollout.sim.faults import CATALOG, PDDL_FAULTS, PLAN_FAULTS, Fault, corrupt_plan, render
 from rollout.state import EpisodeState
 from rollout.tasks.base import Task
-from rollout.tasks.sexpr import SExprError, parse, section, sections, shuffle_init, to_text, typed_list
+from rollout.tasks.sexpr import (
+    SExprError,
+    parse,
+    parse_shared,
+    section,
+    sections,
+    shuffle_init,
+    to_text,
+    typed_list,
+)
 
 _RENDERED: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], tuple[str, str]] = {}
 _RENDERED_MAX = 2048
@@ -74,8 +83,9 @@ class SimWorld:
         self.task = task
         self.config = config or SimConfig()
         self.rng = random.Random(f"sim|{seed}|{task.task_id}")
-        self.gold_domain = parse(task.gold_domain)
-        self.gold_problem = parse(task.gold_problem)
+        # shared with every episode of the task: faults edit copies (see faults.render)
+        self.gold_domain = parse_shared(task.gold_domain)
+        self.gold_problem = parse_shared(task.gold_problem)
         self.faults: list[Fault] = []
         self.rename: dict[str, str] = {}
         self.hint = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 
 SExpr = str | list["SExpr"]
@@ -45,6 +46,13 @@ def parse(text: str) -> list[SExpr]:
     return exprs[0]
 
 
+@functools.lru_cache(maxsize=1024)
+def parse_shared(text: str) -> list[SExpr]:
+    """`parse(text)`, one tree per text shared by every caller: read it, never edit it
+    (`copy_tree` first); raises SExprError like `parse` (errors are not cached)."""
+    return parse(text)
+
+
 def copy_tree(expr: SExpr) -> SExpr:
     """A copy whose lists can be edited without touching `expr` (strings are shared: immutable)."""
     if isinstance(expr, str):
@@ -52,23 +60,24 @@ def copy_tree(expr: SExpr) -> SExpr:
     return [e if isinstance(e, str) else copy_tree(e) for e in expr]
 
 
+LINE_WIDTH = 100  # a list whose one-line form fits stays on one line
+
+
 def to_text(expr: SExpr, indent: int = 0) -> str:
     """Print with one top-level section per line block; short lists stay on one line."""
     flat_of: dict[int, str] = {}  # each sublist's one-line form, computed once per call
 
-    def flat(e: SExpr) -> str:
-        if isinstance(e, str):
-            return e
+    def flat(e: list[SExpr]) -> str:
         text = flat_of.get(id(e))
         if text is None:
-            text = flat_of[id(e)] = "(" + " ".join([flat(x) for x in e]) + ")"
+            text = flat_of[id(e)] = "(" + " ".join([x if isinstance(x, str) else flat(x) for x in e]) + ")"
         return text
 
     def render(e: SExpr, indent: int) -> str:
         if isinstance(e, str):
             return e
         one_line = flat(e)
-        if len(one_line) + indent <= 100 or not e:
+        if len(one_line) + indent <= LINE_WIDTH or not e:
             return one_line
         pad = " " * (indent + 2)
         parts = [e[0] if isinstance(e[0], str) else render(e[0], indent + 1)]
@@ -85,6 +94,17 @@ def to_text(expr: SExpr, indent: int = 0) -> str:
         return "(" + "\n".join(parts) + ")"
 
     return render(expr, indent)
+
+
+def join_sections(head: str, section_texts: list[str]) -> str:
+    """`to_text([head, *sections])` from each section's `to_text(section, 2)`, for a define whose
+    items after the head are all lists (callers can then reuse the text of unchanged sections)."""
+    if all("\n" not in text for text in section_texts):
+        # every section printed on one line, i.e. as its one-line form: the define may fit too
+        one_line = "(" + " ".join([head, *section_texts]) + ")"
+        if len(one_line) <= LINE_WIDTH:
+            return one_line
+    return "(" + "\n  ".join([head, *section_texts]) + ")"
 
 
 def section(define: list[SExpr], keyword: str) -> list[SExpr] | None:

@@ -141,3 +141,66 @@ def test_cached_renders_equal_fresh_ones_and_do_not_leak_between_fault_sets(task
         assert text == render(faulty.gold_domain, faulty.gold_problem, faulty.faults, faulty.rename)
         assert text != clean, kind
     assert world_with(task, []).render() == clean  # the gold trees were not changed by any render
+
+
+def _reference_render(gold_domain: list, gold_problem: list, faults: list[Fault],
+                      rename: dict[str, str]) -> tuple[str, str]:
+    """What faults.render gives, printed the plain way: whole trees, no reused section text."""
+    from rollout.sim.faults import _break_text, _rename
+    from rollout.tasks.sexpr import copy_tree, to_text
+
+    domain, problem = copy_tree(gold_domain), copy_tree(gold_problem)
+    for fault in faults:
+        if CATALOG[fault.kind].target in ("domain", "problem"):
+            CATALOG[fault.kind].apply(domain, problem, fault.params)
+    d_text, p_text = to_text(_rename(domain, rename)) + "\n", to_text(_rename(problem, rename)) + "\n"
+    for fault in faults:
+        if fault.kind == "syntax_domain":
+            d_text = _break_text(d_text, fault.params)
+        elif fault.kind == "syntax_problem":
+            p_text = _break_text(p_text, fault.params)
+    return d_text, p_text
+
+
+def test_renders_reusing_section_text_equal_whole_tree_prints(tasks) -> None:
+    """faults.render reuses the printed text of sections no fault changed; the result must be the
+    text of printing the whole faulted, renamed tree, for every fault class, with and without
+    renames, and the shared gold trees must come out of it unchanged."""
+    from rollout.sim.faults import render
+    from rollout.tasks.sexpr import parse
+
+    picked = [next(t for t in tasks.values() if t.domain_name == name) for name in ("blocksworld", "depots")]
+    for task in picked:
+        world = world_with(task, [])
+        for round_ in range(30):
+            world.faults = world._sample_faults((0.0, 0.3, 0.4, 0.3))
+            world.rename = world._sample_rename() if round_ % 2 else {}
+            got = render(world.gold_domain, world.gold_problem, world.faults, world.rename)
+            assert got == _reference_render(world.gold_domain, world.gold_problem, world.faults, world.rename)
+        assert world.gold_domain == parse(task.gold_domain)
+        assert world.gold_problem == parse(task.gold_problem)
+
+
+@pytest.mark.parametrize("text", [
+    "(define (problem p) (:domain d) (:init (a b)) (:goal (a b)))",  # fits on one line
+    "(define (domain d) (:predicates (p)) (:action a :parameters () :precondition (p) :effect (not (p))))",
+    "(define (x) :keyword (y))",  # a bare keyword among the sections
+    "(define)",
+])
+def test_section_reuse_prints_small_and_odd_defines_like_to_text(text: str) -> None:
+    from rollout.sim.faults import _print, _rename
+    from rollout.tasks.sexpr import copy_tree, parse, to_text
+
+    gold = parse(text)
+    for rename in ({}, {"a": "a_obj", "p": "q"}):
+        assert _print(copy_tree(gold), gold, rename) == to_text(_rename(gold, rename))
+
+
+def test_parse_shared_returns_one_tree_per_text() -> None:
+    from rollout.tasks.sexpr import SExprError, parse, parse_shared
+
+    text = "(define (problem p) (:domain d) (:init (a b)) (:goal (a b)))"
+    assert parse_shared(text) is parse_shared(text)
+    assert parse_shared(text) == parse(text)
+    with pytest.raises(SExprError):
+        parse_shared("(define (problem p)")
