@@ -14,11 +14,13 @@ import functools
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from rollout.tasks.sexpr import tokenize
 
 SExpr = str | list["SExpr"]
 Atom = tuple[str, ...]  # ("on", "a", "b")
+_V = TypeVar("_V")
 
 
 class PDDLParseError(ValueError):
@@ -246,12 +248,25 @@ def unparse(expr: SExpr) -> str:
 # --- semantics ------------------------------------------------------------------------------
 
 
+# Transitions a World remembers before it starts over (each holds a state another one shares).
+MEMO_MAX = 50_000
+
+
 @dataclass
 class World:
-    """A domain/problem pair ready for simulation."""
+    """A domain/problem pair ready for simulation.
+
+    It remembers every transition it computed: candidate plans of a repair search share long
+    prefixes, and a step from a state is then looked up instead of re-applied.
+    """
 
     domain: Domain
     problem: Problem
+    # (state, action, args) -> successor, or the reason the step is not applicable
+    _transitions: dict[tuple[frozenset[Atom], str, tuple[str, ...]], frozenset[Atom] | str] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
+    _goal_reached: dict[frozenset[Atom], bool] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _goal_atoms: dict[frozenset[Atom], int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @functools.cached_property
     def objects(self) -> dict[str, str]:
@@ -330,25 +345,48 @@ class World:
 
     def apply(self, state: frozenset[Atom], action_name: str, args: Sequence[str]) -> frozenset[Atom]:
         """The successor state; raises `NotApplicable` with the reason."""
+        key = (state, action_name, tuple(args))
+        known = self._transitions.get(key)
+        if known is None:
+            known = self._remember(self._transitions, key, self._transition(state, action_name, key[2]))
+        if isinstance(known, str):
+            raise NotApplicable(known)
+        return known
+
+    def _transition(self, state: frozenset[Atom], action_name: str, args: tuple[str, ...]) -> frozenset[Atom] | str:
+        """The successor state, or why the step cannot be applied."""
         try:
             act, binding = self.bind(action_name, args)
         except KeyError as exc:
-            raise NotApplicable(str(exc.args[0])) from None
+            return str(exc.args[0])
         if not self.holds(act.precondition, state, binding):
-            raise NotApplicable(f"precondition of ({action_name} {' '.join(args)}) is false")
+            return f"precondition of ({action_name} {' '.join(args)}) is false"
         adds: set[Atom] = set()
         dels: set[Atom] = set()
         self.effects(act.effect, state, binding, adds, dels)
         return frozenset((state - dels) | adds)
 
     def goal_reached(self, state: frozenset[Atom]) -> bool:
-        return self.holds(self.problem.goal, state, {})
+        known = self._goal_reached.get(state)
+        if known is None:
+            known = self._remember(self._goal_reached, state, self.holds(self.problem.goal, state, {}))
+        return known
 
     def goal_atoms_satisfied(self, state: frozenset[Atom]) -> int:
         """How many top-level goal conjuncts hold (a smooth score for search)."""
-        goal = self.problem.goal
-        parts = goal[1:] if isinstance(goal, list) and goal and goal[0] == "and" else [goal]
-        return sum(1 for g in parts if self.holds(g, state, {}))
+        known = self._goal_atoms.get(state)
+        if known is None:
+            goal = self.problem.goal
+            parts = goal[1:] if isinstance(goal, list) and goal and goal[0] == "and" else [goal]
+            known = self._remember(self._goal_atoms, state, sum(1 for g in parts if self.holds(g, state, {})))
+        return known
+
+    @staticmethod
+    def _remember(memo: dict[Any, _V], key: Any, value: _V) -> _V:
+        if len(memo) >= MEMO_MAX:
+            memo.clear()
+        memo[key] = value
+        return value
 
     def ground_precondition_atoms(self, action_name: str, args: Sequence[str]) -> list[SExpr]:
         """The ground literals of a step's precondition when it is a conjunction of literals."""
@@ -425,5 +463,8 @@ def render_problem(world: World, init: Iterable[Atom], goal: SExpr, name: str = 
             f"  (:init\n    {facts}\n    {numeric})\n  (:goal {unparse(goal)})\n  {metric})\n")
 
 
+@functools.lru_cache(maxsize=64)
 def load_world(domain_text: str, problem_text: str) -> World:
+    """The world of a domain/problem text pair, shared by every caller with the same texts (and so
+    are its transitions): read it, never modify it. Parse errors raise each time."""
     return World(parse_domain(domain_text), parse_problem(problem_text))

@@ -83,3 +83,51 @@ def test_numeric_conditions_are_unsupported_not_misread():
                " (:action go :parameters () :precondition (> (fuel) 0) :effect (decrease (fuel) 1)))")
     with pytest.raises(Unsupported, match="numeric"):
         parse_domain(numeric)
+
+
+def _all_plans(length: int) -> list[list[tuple[str, tuple[str, ...]]]]:
+    """Every plan of `length` steps over a few steps of the delivery world, good and bad."""
+    steps = [*GOOD, ("load", ("k2", "t1", "depot")), ("drive", ("t1", "shop", "depot")),
+             ("drive", ("k1", "depot", "shop")), ("fly", ("t1",))]
+    plans: list[list[tuple[str, tuple[str, ...]]]] = [[]]
+    for _ in range(length):
+        plans = [p + [s] for p in plans for s in steps]
+    return plans
+
+
+def test_remembered_transitions_give_what_a_fresh_world_computes(monkeypatch):
+    """A World remembers transitions and goal tests across plans (and, via load_world, across
+    callers); every answer must equal a fresh, memo-free world's, also once the memo starts over."""
+    from rollout import pddl_model
+    from rollout.pddl_model import NotApplicable, World, parse_problem
+
+    monkeypatch.setattr(pddl_model, "MEMO_MAX", 50)  # also exercise the start-over path
+    shared = load_world(DOMAIN, PROBLEM)
+    for plan in _all_plans(3):
+        fresh = World(parse_domain(DOMAIN), parse_problem(PROBLEM))
+        got, want = simulate(shared, plan), simulate(fresh, plan)
+        assert got == want
+        assert shared.goal_atoms_satisfied(got.states[-1]) == fresh.goal_atoms_satisfied(want.states[-1])
+        assert [shared.goal_reached(s) for s in got.states] == [fresh.goal_reached(s) for s in want.states]
+    state = shared.problem.init
+    for _ in range(2):  # the remembered failure raises again, with the same reason
+        with pytest.raises(NotApplicable, match=r"precondition of \(unload k1 t1 depot\) is false"):
+            shared.apply(state, "unload", ["k1", "t1", "depot"])
+        with pytest.raises(NotApplicable, match="unknown action fly"):
+            shared.apply(state, "fly", ("t1",))
+    assert len(shared._transitions) <= 50
+
+
+def test_load_world_is_shared_per_text_pair_and_left_unchanged_by_simulation():
+    from rollout.pddl_model import World, parse_problem
+
+    world = load_world(DOMAIN, PROBLEM)
+    assert load_world(DOMAIN, PROBLEM) is world
+    assert load_world(DOMAIN, PROBLEM.replace("p1", "p2")) is not world
+    for plan in _all_plans(2):
+        simulate(world, plan)
+    assert world == World(parse_domain(DOMAIN), parse_problem(PROBLEM))  # the memos do not compare
+    with pytest.raises(PDDLParseError):  # errors are raised again, not remembered as a world
+        load_world(DOMAIN, "(define (problem p")
+    with pytest.raises(PDDLParseError):
+        load_world(DOMAIN, "(define (problem p")
