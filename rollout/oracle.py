@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import solvers
 from rollout.tasks.base import Task
-from rollout.tasks.sexpr import SExprError, parse, section, sections, typed_list
+from rollout.tasks.sexpr import SExprError, parse_shared, section, sections, typed_list
 
 
 @dataclass(frozen=True)
@@ -39,14 +39,14 @@ def _gold_names(gold_domain: str, gold_problem: str) -> frozenset[str]:
     names: set[str] = set()
     try:
         if gold_domain:
-            domain = parse(gold_domain)
+            domain = parse_shared(gold_domain)  # the simulated world parsed it already
             for kind in (":action", ":durative-action"):
                 names.update(a[1].lower() for a in sections(domain, kind) if len(a) > 1 and isinstance(a[1], str))
             consts = section(domain, ":constants")
             if consts:
                 names.update(n.lower() for n, _ in typed_list(consts[1:]))
         if gold_problem:
-            objs = section(parse(gold_problem), ":objects")
+            objs = section(parse_shared(gold_problem), ":objects")
             if objs:
                 names.update(n.lower() for n, _ in typed_list(objs[1:]))
     except SExprError:

@@ -384,11 +384,10 @@ PLAN_FAULTS = tuple(k for k, fc in CATALOG.items() if fc.target == "plan")
 def render(gold_domain: Define, gold_problem: Define, faults: list[Fault],
            rename: dict[str, str] | None = None) -> tuple[str, str]:
     """Gold PDDL with the active faults applied (semantic first, renames, then text breakage)."""
-    domain, problem = copy_tree(gold_domain), copy_tree(gold_problem)
-    for fault in faults:
-        fc = CATALOG[fault.kind]
-        if fc.target in ("domain", "problem"):
-            fc.apply(domain, problem, fault.params)
+    edits = [fault for fault in faults if CATALOG[fault.kind].target in ("domain", "problem")]
+    domain, problem = (copy_tree(gold_domain), copy_tree(gold_problem)) if edits else (gold_domain, gold_problem)
+    for fault in edits:
+        CATALOG[fault.kind].apply(domain, problem, fault.params)
     d_text, p_text = _print(domain, gold_domain, rename) + "\n", _print(problem, gold_problem, rename) + "\n"
     for fault in faults:
         if fault.kind == "syntax_domain":

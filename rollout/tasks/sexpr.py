@@ -14,11 +14,11 @@ class SExprError(ValueError):
 
 def tokenize(text: str) -> list[str]:
     """PDDL tokens: parentheses and words, `;` comments dropped."""
-    out: list[str] = []
-    for line in text.splitlines():
-        line = line.split(";", 1)[0]
-        out.extend(line.replace("(", " ( ").replace(")", " ) ").split())
-    return out
+    if ";" in text:
+        # every line break splitlines() knows is whitespace to split(): joining with "\n" keeps
+        # the tokens of each line apart, as tokenizing line by line would
+        text = "\n".join([line.split(";", 1)[0] for line in text.splitlines()])
+    return text.replace("(", " ( ").replace(")", " ) ").split()
 
 
 def parse_all(text: str) -> list[SExpr]:
