@@ -265,6 +265,8 @@ class World:
     # (state, action, args) -> successor, or the reason the step is not applicable
     _transitions: dict[tuple[frozenset[Atom], str, tuple[str, ...]], frozenset[Atom] | str] = field(
         default_factory=dict, init=False, repr=False, compare=False)
+    _added: dict[tuple[frozenset[Atom], str, tuple[str, ...]], frozenset[Atom]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
     _goal_reached: dict[frozenset[Atom], bool] = field(default_factory=dict, init=False, repr=False, compare=False)
     _goal_atoms: dict[frozenset[Atom], int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -365,6 +367,17 @@ class World:
         dels: set[Atom] = set()
         self.effects(act.effect, state, binding, adds, dels)
         return frozenset((state - dels) | adds)
+
+    def added_atoms(self, state: frozenset[Atom], action_name: str, args: Sequence[str]) -> frozenset[Atom]:
+        """The atoms a step adds in `state`, precondition or not; KeyError if it does not bind."""
+        key = (state, action_name, tuple(args))
+        known = self._added.get(key)
+        if known is None:
+            act, binding = self.bind(action_name, args)
+            adds: set[Atom] = set()
+            self.effects(act.effect, state, binding, adds, set())
+            known = self._remember(self._added, key, frozenset(adds))
+        return known
 
     def goal_reached(self, state: frozenset[Atom]) -> bool:
         known = self._goal_reached.get(state)
@@ -467,4 +480,9 @@ def render_problem(world: World, init: Iterable[Atom], goal: SExpr, name: str = 
 def load_world(domain_text: str, problem_text: str) -> World:
     """The world of a domain/problem text pair, shared by every caller with the same texts (and so
     are its transitions): read it, never modify it. Parse errors raise each time."""
-    return World(parse_domain(domain_text), parse_problem(problem_text))
+    return World(_shared_domain(domain_text), _shared_problem(problem_text))
+
+
+# A loop often changes only one of the two files, and unfaulted domains repeat across episodes.
+_shared_domain = functools.lru_cache(maxsize=64)(parse_domain)
+_shared_problem = functools.lru_cache(maxsize=256)(parse_problem)

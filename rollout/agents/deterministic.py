@@ -241,11 +241,9 @@ class AgentActionReorderer(DeterministicAgent):
         out = []
         for j in range(at + 1, len(plan)):
             try:
-                act, binding = world.bind(*plan[j])
+                adds = world.added_atoms(state, *plan[j])
             except KeyError:
                 continue
-            adds: set = set()
-            world.effects(act.effect, state, binding, adds, set())
             if adds & missing:
                 out.append(j)
         return out or list(range(at + 1, len(plan)))

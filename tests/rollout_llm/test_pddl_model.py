@@ -131,3 +131,32 @@ def test_load_world_is_shared_per_text_pair_and_left_unchanged_by_simulation():
         load_world(DOMAIN, "(define (problem p")
     with pytest.raises(PDDLParseError):
         load_world(DOMAIN, "(define (problem p")
+
+
+def test_added_atoms_are_the_effects_a_step_adds_in_that_state():
+    from rollout.pddl_model import World, parse_problem
+
+    shared = load_world(DOMAIN, PROBLEM)
+    fresh = World(parse_domain(DOMAIN), parse_problem(PROBLEM))
+    for plan in _all_plans(2):
+        states = simulate(fresh, plan).states
+        for state in states:
+            for name, args in plan:
+                try:
+                    act, binding = fresh.bind(name, args)
+                except KeyError:
+                    with pytest.raises(KeyError):
+                        shared.added_atoms(state, name, args)
+                    continue
+                adds: set = set()
+                fresh.effects(act.effect, state, binding, adds, set())
+                assert shared.added_atoms(state, name, args) == adds
+    loaded = simulate(fresh, GOOD[:1]).states[1]  # the conditional effect moves k1 only once loaded
+    assert ("at", "k1", "shop") in shared.added_atoms(loaded, "drive", ("t1", "depot", "shop"))
+    assert ("at", "k1", "shop") not in shared.added_atoms(fresh.problem.init, "drive", ("t1", "depot", "shop"))
+
+
+def test_worlds_of_one_domain_text_share_the_parsed_domain():
+    other = PROBLEM.replace("(road shop depot)", "")
+    assert load_world(DOMAIN, other).domain is load_world(DOMAIN, PROBLEM).domain
+    assert load_world(DOMAIN, other).problem != load_world(DOMAIN, PROBLEM).problem
