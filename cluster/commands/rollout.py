@@ -30,6 +30,9 @@ def register(app: typer.Typer) -> None:
         progress: bool = typer.Option(True, "--progress/--no-progress", help="live progress display"),
         retry_quarantined: bool = typer.Option(False, "--retry-quarantined",
                                                help="when resuming, run tasks an earlier session quarantined again"),
+        backup_tail: bool = typer.Option(True, "--backup-tail/--no-backup-tail",
+                                         help="at the end, idle workers also run the last episodes still in "
+                                              "flight; the first copy to finish is kept (costs extra LLM calls)"),
     ) -> None:
         """Run episodes in parallel on Ray and commit each exactly once to the trajectory store."""
         from cluster.commands.runs import print_run_report
@@ -42,7 +45,7 @@ def register(app: typer.Typer) -> None:
         config = RolloutConfig(store_url=store or Settings.from_env().store_url, tasks=tasks, policy=policy,
                                llm=llm, episodes=episodes, replicas=replicas, cpus_per_worker=cpus_per_worker,
                                run_id=run_id, seed=seed, max_steps=max_steps, progress=progress,
-                               retry_quarantined=retry_quarantined)
+                               retry_quarantined=retry_quarantined, backup_tail=backup_tail)
         try:
             job = RolloutJob(config)
         except (TaskSpecError, PolicySpecError, ValueError) as exc:

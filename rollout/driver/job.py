@@ -8,6 +8,13 @@ Fault handling:
 - a storage outage past the store's retry budget stops the job (status "failed"); committed
   episodes stay, and re-running the same run ID resumes (committed episode IDs are skipped);
 - Ctrl-C stops dispatching, commits what finished, marks the run "interrupted".
+
+Tail backups: once nothing is left to dispatch, a worker with nothing in flight gets copies of
+episodes still running elsewhere (the newest first); whichever copy finishes first is kept and
+the other is discarded, so the job's end is not held by the last episodes queued on one worker.
+Episode IDs make this safe: the driver keeps one result per ID, and the store would ignore a
+second anyway. A backup costs CPU (and, against a paid LLM endpoint, tokens): `backup_tail=False`
+turns it off.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rollout.driver.aimd import AIMDWindow
 from rollout.driver.committer import Committer
@@ -64,6 +72,8 @@ class RolloutConfig:
     # Episodes per Ray call. None: half the worker's window, at most MAX_AUTO_BATCH, so each worker
     # still has two calls in flight and one slow episode does not hold back the rest.
     episodes_per_call: int | None = None
+    backup_tail: bool = True  # idle workers re-run the last episodes still in flight elsewhere
+    max_backups_per_call: int = 2
     storage_options: dict[str, str] | None = None
     store_retry_budget_s: float = 60.0
     commit_max_age_s: float = 2.0
@@ -100,6 +110,7 @@ class RolloutSummary:
     peak_rss_mb: float
     worker_restarts: int
     retries: int
+    backups: int  # tail copies started (each one costs an episode's CPU when it loses)
     commits: int
     commit_s: float
     rows_committed: int
@@ -132,6 +143,8 @@ class _State:
     pending: deque[EpisodeSpec] = field(default_factory=deque)
     suspects: deque[EpisodeSpec] = field(default_factory=deque)
     in_flight: dict[Any, tuple[list[EpisodeSpec], _Slot]] = field(default_factory=dict)  # one Ray call each
+    copies: dict[str, int] = field(default_factory=dict)  # episode ID -> copies in flight
+    done: set[str] = field(default_factory=set)  # episode IDs accepted in this session
 
 
 class RolloutJob:
@@ -154,6 +167,7 @@ class RolloutJob:
         self.stats = ProgressStats(total=len(self.specs))
         self.slots: list[_Slot] = []
         self.worker_restarts = 0
+        self.backups = 0
         self.peak_rss_mb = 0.0
         self.solver_cpu_s = 0.0
         self._stop_reason = ""
@@ -208,7 +222,7 @@ class RolloutJob:
         import ray
 
         last_meta = time.monotonic()
-        while state.pending or state.suspects or state.in_flight:
+        while state.pending or state.suspects or self._unfinished(state):
             if committer.failure is not None:
                 return "failed", str(committer.failure)
             if self._stop_reason:
@@ -237,6 +251,11 @@ class RolloutJob:
                 self._progress_meta(state)
         return "completed", ""
 
+    @staticmethod
+    def _unfinished(state: _State) -> bool:
+        """Episodes in flight that no copy has finished (losing tail backups are not waited for)."""
+        return any(spec.episode_id not in state.done for specs, _ in state.in_flight.values() for spec in specs)
+
     def _dispatch(self, state: _State) -> None:
         for slot in self.slots:
             if slot.dead or slot.solo:
@@ -255,6 +274,23 @@ class RolloutJob:
                 if not batch:
                     break
                 self._send(batch, slot, state)
+        if self.config.backup_tail and not state.pending and not state.suspects:
+            self._dispatch_backups(state)
+
+    def _dispatch_backups(self, state: _State) -> None:
+        idle = [slot for slot in self.slots if not slot.dead and not slot.solo and slot.in_flight == 0]
+        if not idle:
+            return
+        # Newest first: they started last, so they are likely to finish last.
+        candidates = [spec for specs, slot in reversed(state.in_flight.values()) if not slot.solo
+                      for spec in reversed(specs) if state.copies.get(spec.episode_id) == 1]
+        per_call = self.config.max_backups_per_call
+        for slot in idle:
+            batch, candidates = candidates[:per_call], candidates[per_call:]
+            if not batch:
+                return
+            self.backups += len(batch)
+            self._send(batch, slot, state)
 
     def _batch_size(self, slot: _Slot) -> int:
         if self.config.episodes_per_call is not None:
@@ -274,6 +310,8 @@ class RolloutJob:
         ref = slot.actor.run_batch.remote(specs)
         state.in_flight[ref] = (specs, slot)
         slot.in_flight += len(specs)
+        for spec in specs:
+            state.copies[spec.episode_id] = state.copies.get(spec.episode_id, 0) + 1
 
     def _collect(self, ref: Any, state: _State, committer: Committer) -> None:
         import ray
@@ -285,7 +323,8 @@ class RolloutJob:
         except RayTaskError as exc:
             self._release(ref, state)
             for spec in specs:
-                self._strike(spec, f"worker call failed: {exc}"[-3000:], state, requeue=state.pending)
+                if not self._settled(spec, state):
+                    self._strike(spec, f"worker call failed: {exc}"[-3000:], state, requeue=state.pending)
             return
         except (RayActorError, ray.exceptions.RayError):
             self._worker_died(slot, state)
@@ -294,9 +333,15 @@ class RolloutJob:
         self.peak_rss_mb = max(self.peak_rss_mb, batch.peak_rss_mb)
         self._worker_cpu[batch.worker_pid] = max(self._worker_cpu.get(batch.worker_pid, 0.0), batch.cpu_s)
         accepted: list[EpisodeSummary] = []
+        discarded = False
         for outcome in batch.outcomes:
             summary = outcome.summary
+            if outcome.spec.episode_id in state.done:  # the other copy of a tail backup won
+                discarded = True
+                continue
             if summary is None or summary.num_steps == 0:  # raised, or ended on an error before any step
+                if self._settled(outcome.spec, state):  # its other copy is still running: let it decide
+                    continue
                 kind = "episode_exception" if summary is None else "episode_error"
                 self.stats.errors[kind] += 1
                 slot.window.on_result(ok=False)
@@ -306,13 +351,32 @@ class RolloutJob:
             slot.window.on_result(ok=not summary.error, llm_latency_ms=outcome.llm_latency_ms,
                                   solver_wait_s=batch.solver_wait_s, solver_run_s=batch.solver_run_s)
             accepted.append(summary)
+            state.done.add(summary.episode_id)
         rows = batch.rows
         if accepted and rows is not None:
+            if discarded:
+                keep = pa.array([a.episode_id for a in accepted], pa.string())
+                rows = rows.filter(pc.is_in(rows.column("episode_id"), value_set=keep))
             self._accept(accepted, rows, committer)
+
+    @staticmethod
+    def _settled(spec: EpisodeSpec, state: _State) -> bool:
+        """True when this copy's failure does not count: the episode is done, or another copy runs."""
+        return spec.episode_id in state.done or state.copies.get(spec.episode_id, 0) > 0
+
+    @staticmethod
+    def _forget_copies(specs: list[EpisodeSpec], state: _State) -> None:
+        for spec in specs:
+            left = state.copies.get(spec.episode_id, 0) - 1
+            if left > 0:
+                state.copies[spec.episode_id] = left
+            else:
+                state.copies.pop(spec.episode_id, None)
 
     def _release(self, ref: Any, state: _State) -> None:
         specs, slot = state.in_flight.pop(ref)
         slot.in_flight -= len(specs)
+        self._forget_copies(specs, state)
         if slot.solo and slot.in_flight == 0:
             slot.solo = False
 
@@ -339,12 +403,16 @@ class RolloutJob:
         slot.dead = True
         self.stats.errors["worker_died"] += 1
         refs = [ref for ref, (_, s) in state.in_flight.items() if s is slot]
-        lost = [(ref, spec) for ref in refs for spec in state.in_flight.pop(ref)[0]]
-        if len(lost) == 1:  # it ran alone: the death is this episode's doing
-            self._strike(lost[0][1], "the worker process died while running this episode "
-                                     "(killed, out of memory, or crashed)", state, requeue=state.suspects)
-        else:
-            for _, spec in lost:
+        lost = [spec for ref in refs for spec in state.in_flight.pop(ref)[0]]
+        self._forget_copies(lost, state)
+        alone = len(lost) == 1  # it ran alone: the death is this episode's doing
+        for spec in lost:
+            if self._settled(spec, state):  # a tail backup whose other copy is done or still running
+                continue
+            if alone:
+                self._strike(spec, "the worker process died while running this episode "
+                                   "(killed, out of memory, or crashed)", state, requeue=state.suspects)
+            else:
                 self.stats.retries += 1
                 state.suspects.append(spec)
         self._replace_worker(slot)
@@ -479,7 +547,7 @@ class RolloutJob:
             workers=len(self.slots), cpus_used=len(self.slots) * self.config.cpus_per_worker,
             solver_cpu_s=self.solver_cpu_s, worker_cpu_s=sum(self._worker_cpu.values()),
             peak_rss_mb=self.peak_rss_mb, worker_restarts=self.worker_restarts,
-            retries=self.stats.retries, commits=committer.commits, commit_s=committer.commit_s,
+            retries=self.stats.retries, backups=self.backups, commits=committer.commits, commit_s=committer.commit_s,
             rows_committed=committer.rows, message=message,
         )
 

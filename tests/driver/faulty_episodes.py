@@ -34,3 +34,11 @@ async def crashing_tasks(task, policy, config, *, episode_id, killer: str, raise
 async def slow(task, policy, config, *, episode_id, delay_s: float):  # noqa: ANN001, ANN201
     await asyncio.sleep(delay_s)
     return await run_episode(task, policy, config, episode_id=episode_id)
+
+
+async def slow_once(task, policy, config, *, episode_id, marker: str, victim: str, delay_s: float):  # noqa: ANN001, ANN201
+    """The first run of `victim` stalls for `delay_s` (a straggler); any later copy runs normally."""
+    if episode_id == victim and not Path(marker).exists():
+        Path(marker).write_text(str(os.getpid()))
+        await asyncio.sleep(delay_s)
+    return await run_episode(task, policy, config, episode_id=episode_id)

@@ -78,6 +78,19 @@ def test_sigkilled_worker_loses_nothing_and_duplicates_nothing(tmp_path):
     _assert_exactly_once(TrajectoryStore(tmp_path / "store"), job, {s.episode_id for s in job.specs})
 
 
+def test_a_straggler_is_backed_up_on_an_idle_worker_and_kept_once(tmp_path):
+    probe = RolloutJob(_config(str(tmp_path), episodes=12, run_id="straggler"))
+    victim = probe.specs[0].episode_id
+    fn = functools.partial(faulty.slow_once, marker=str(tmp_path / "slow.marker"), victim=victim, delay_s=60.0)
+    job = RolloutJob(_config(str(tmp_path / "store"), episodes=12, run_id="straggler", episode_fn=fn))
+    t0 = time.monotonic()
+    summary = job.run()
+    assert time.monotonic() - t0 < 50, "the job waited for the straggler instead of its backup"
+    assert (summary.status, summary.committed) == ("completed", 12)
+    assert summary.backups >= 1
+    _assert_exactly_once(TrajectoryStore(tmp_path / "store"), job, {s.episode_id for s in job.specs})
+
+
 def test_tasks_that_crash_their_worker_are_quarantined_and_the_rest_finish(tmp_path):
     tasks = load_tasks(TASKS)
     killer, raiser = tasks[0].task_id, tasks[1].task_id
