@@ -1,14 +1,20 @@
 """Rollout-job benchmark: scaling, overhead, store throughput, memory. Ratios from one run.
 
-    python benchmarks/rollout.py [--episodes 240] [--tasks planbench:all] [--store-rows 100000] [--dashboard]
+    python benchmarks/rollout.py [--episodes 480] [--tasks planbench:all] [--store-rows 100000] [--dashboard]
+                                 [--repeats 2]
+
+Jobs run in the order 1, 2, 2, 1 workers (--repeats 1: 1, 2), so a drift in the machine's speed
+during the run weighs on both sides alike; figures 1 and 2 are over all jobs of a kind.
 
 1. scaling   episodes/s of the simulated world with 2 workers on 2 CPUs vs 1 worker confined to 1 CPU
              (target >= 1.8x on an idle machine)
 2. overhead  wall time vs the solver-bound limit = sum of the episodes' solver CPU time / CPUs used
              (target <= 1.15x; the sim agents' and policy's own CPU time counts as overhead here).
              Solver CPU of a call = the sandboxed planner/validator process plus the sandbox worker's
-             own work for the call (fork, files); oracle checks count too. The default 240 episodes
-             per job (~12 s at 2 workers) keep start and tail effects from dominating the ratio.
+             own work for the call (fork, files); oracle checks count too. A job has fixed costs
+             (the first dispatch, the last episodes' tail, the final commit: about 0.5 CPU-s), which
+             product jobs of thousands of episodes amortize; the default 480 episodes per job
+             (~21 s at 2 workers) keep them near 1% of the figure. --episodes 240 shows the effect.
 3. store     step records/s through one committer (target >= 20,000), Delta Lake vs plain Parquet
              files written the same way; peak RSS per worker actor (target < 500 MB)
 Also: resident memory of the idle local Ray cluster started lean (no dashboard), and with it.
@@ -112,40 +118,33 @@ def _store_only(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--episodes", type=int, default=240, help="episodes per scaling job")
+    parser.add_argument("--episodes", type=int, default=480, help="episodes per job")
     parser.add_argument("--tasks", default="planbench:all")
     parser.add_argument("--store-rows", type=int, default=100_000)
     parser.add_argument("--dashboard", action="store_true", help="also measure a cluster with the dashboard")
+    parser.add_argument("--repeats", type=int, choices=(1, 2), default=2,
+                        help="2: jobs in the order 1-2-2-1 workers, ratios over both pairs; 1: one job each")
     parser.add_argument("--store-only", action="store_true", help="only section 3's store throughput (no Ray)")
     args = parser.parse_args()
     if args.store_only:
         _store_only(args)
         return
 
-    from cluster.ray_cluster import local_cluster_rss_mb, shutdown, start_or_join
-
     work = Path(tempfile.mkdtemp(prefix="halo-bench-"))
     try:
-        # 1 worker on 1 CPU vs 2 workers on 2: the 1-worker job's whole process tree (driver, Ray,
-        # worker, solvers) is confined to one CPU, or its episode loop would overlap its solver
-        # calls on the idle second CPU and the comparison would be 1.15 CPUs against 2.
-        all_cpus = os.sched_getaffinity(0)
-        os.sched_setaffinity(0, {min(all_cpus)})
-        handle = start_or_join(num_cpus=1)
-        try:
-            one = _job(work / "s1", args.tasks, args.episodes, 1, "bench-1-worker")
-        finally:
-            shutdown(handle)
-            os.sched_setaffinity(0, all_cpus)
-        handle = start_or_join(num_cpus=2)
-        time.sleep(3)
-        idle_mb = local_cluster_rss_mb()
-        try:
-            two = _job(work / "s2", args.tasks, args.episodes, 2, "bench-2-workers")
-        finally:
-            shutdown(handle)
+        # ABBA: 1 worker, 2 workers, 2 workers, 1 worker. The machine's speed drifts by about 10%
+        # over a minute; in this order a linear drift affects both sides equally.
+        order = [1, 2, 2, 1] if args.repeats == 2 else [1, 2]
+        jobs: dict[int, list] = {1: [], 2: []}
+        idle_mb = 0.0
+        for i, workers in enumerate(order):
+            summary, mb = _timed_job(work / f"s{i}", args, workers, f"bench-{workers}w-{i}")
+            jobs[workers].append(summary)
+            idle_mb = max(idle_mb, mb if workers == 2 else 0.0)
         dash_mb = None
         if args.dashboard:
+            from cluster.ray_cluster import local_cluster_rss_mb, shutdown, start_or_join
+
             handle = start_or_join(num_cpus=2, dashboard=True)
             time.sleep(5)
             dash_mb = local_cluster_rss_mb()
@@ -153,29 +152,62 @@ def main() -> None:
 
         from rollout.store import TrajectoryStore
 
-        records = TrajectoryStore(work / "s2").read_episodes()
+        records = TrajectoryStore(work / f"s{order.index(2)}").read_episodes()
         store = _store_throughput(records, args.store_rows, work / "store")
 
-        rate1, rate2 = one.committed / one.run_s, two.committed / two.run_s
-        limit_s = two.solver_cpu_s / two.cpus_used
-        print(f"# rollout benchmark ({args.episodes} sim episodes per job over {args.tasks})")
-        print(f"1. scaling: 1 worker {rate1:.2f} episodes/s, 2 workers {rate2:.2f} episodes/s -> "
-              f"{rate2 / rate1:.2f}x (target >= 1.8x)")
-        cpu_limit_s = two.worker_cpu_s / two.cpus_used
-        print(f"2. overhead: 2-worker wall {two.run_s:.2f}s vs solver-bound limit {limit_s:.2f}s "
-              f"(solver CPU {two.solver_cpu_s:.2f}s / {two.cpus_used} CPUs) -> {two.run_s / limit_s:.2f}x "
-              f"(target <= 1.15x)")
+        one, two = jobs[1], jobs[2]
+        rate1 = sum(j.committed for j in one) / sum(j.run_s for j in one)
+        rate2 = sum(j.committed for j in two) / sum(j.run_s for j in two)
+        run_s = sum(j.run_s for j in two)
+        solver_s = sum(j.solver_cpu_s for j in two)
+        worker_s = sum(j.worker_cpu_s for j in two)
+        cpus = two[0].cpus_used
+        limit_s = solver_s / cpus
+        per_job = lambda js: ", ".join(f"{j.committed / j.run_s:.2f}" for j in js)  # noqa: E731
+        print(f"# rollout benchmark ({args.episodes} sim episodes per job over {args.tasks}; "
+              f"{len(order)} jobs in the order {'-'.join(map(str, order))} workers)")
+        print(f"1. scaling: 1 worker {rate1:.2f} episodes/s ({per_job(one)}), 2 workers {rate2:.2f} episodes/s "
+              f"({per_job(two)}) -> {rate2 / rate1:.2f}x (target >= 1.8x)")
+        print(f"2. overhead: 2-worker wall {run_s:.2f}s vs solver-bound limit {limit_s:.2f}s "
+              f"(solver CPU {solver_s:.2f}s / {cpus} CPUs) -> {run_s / limit_s:.2f}x (target <= 1.15x; "
+              f"per job {', '.join(f'{j.run_s / (j.solver_cpu_s / j.cpus_used):.2f}x' for j in two)})")
+        cpu_limit_s = worker_s / cpus
         print(f"   vs CPU-bound limit {cpu_limit_s:.2f}s (all worker CPU incl. sim agents and policy "
-              f"{two.worker_cpu_s:.2f}s / {two.cpus_used} CPUs) -> {two.run_s / cpu_limit_s:.2f}x; "
-              f"solver share of worker CPU {two.solver_cpu_s / two.worker_cpu_s:.0%}")
+              f"{worker_s:.2f}s / {cpus} CPUs) -> {run_s / cpu_limit_s:.2f}x; "
+              f"solver share of worker CPU {solver_s / worker_s:.0%}")
         _print_store(store)
-        print(f"   peak RSS per worker actor: {max(one.peak_rss_mb, two.peak_rss_mb):.0f} MB (target < 500 MB)")
+        peak = max(j.peak_rss_mb for j in one + two)
+        print(f"   peak RSS per worker actor: {peak:.0f} MB (target < 500 MB)")
         print(f"   idle local Ray cluster (lean, no dashboard): {idle_mb:.0f} MB resident"
               + (f"; with dashboard {dash_mb:.0f} MB" if dash_mb is not None else ""))
-        print(f"   worker start-up {two.startup_s:.1f}s; in-job committer: {two.rows_committed:,} rows in "
-              f"{two.commits} commits, {two.commit_s:.2f}s busy")
+        last = two[-1]
+        print(f"   worker start-up {last.startup_s:.1f}s; in-job committer: {last.rows_committed:,} rows in "
+              f"{last.commits} commits, {last.commit_s:.2f}s busy")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _timed_job(store_dir: Path, args: argparse.Namespace, workers: int, run_id: str):  # noqa: ANN202
+    """One job on a fresh local cluster of `workers` CPUs; returns its summary and the idle cluster's RSS.
+
+    The 1-worker job's whole process tree (driver, Ray, worker, solvers) is confined to one CPU,
+    or its episode loop would overlap its solver calls on the idle second CPU and the comparison
+    would be about 1.15 CPUs against 2."""
+    from cluster.ray_cluster import local_cluster_rss_mb, shutdown, start_or_join
+
+    all_cpus = os.sched_getaffinity(0)
+    if workers == 1:
+        os.sched_setaffinity(0, {min(all_cpus)})
+    try:
+        handle = start_or_join(num_cpus=workers)
+        try:
+            time.sleep(2)  # let the new cluster's processes settle before measuring or timing
+            idle_mb = local_cluster_rss_mb()
+            return _job(store_dir, args.tasks, args.episodes, workers, run_id), idle_mb
+        finally:
+            shutdown(handle)
+    finally:
+        os.sched_setaffinity(0, all_cpus)
 
 
 if __name__ == "__main__":

@@ -91,6 +91,18 @@ def test_a_straggler_is_backed_up_on_an_idle_worker_and_kept_once(tmp_path):
     _assert_exactly_once(TrajectoryStore(tmp_path / "store"), job, {s.episode_id for s in job.specs})
 
 
+def test_without_tail_backups_the_job_waits_for_its_straggler(tmp_path):
+    probe = RolloutJob(_config(str(tmp_path), episodes=6, run_id="no-backup"))
+    fn = functools.partial(faulty.slow_once, marker=str(tmp_path / "slow.marker"), victim=probe.specs[0].episode_id,
+                           delay_s=3.0)
+    job = RolloutJob(_config(str(tmp_path / "store"), episodes=6, run_id="no-backup", episode_fn=fn,
+                             backup_tail=False))
+    summary = job.run()
+    assert (summary.status, summary.committed, summary.backups) == ("completed", 6, 0)
+    assert summary.run_s >= 3.0
+    _assert_exactly_once(TrajectoryStore(tmp_path / "store"), job, {s.episode_id for s in job.specs})
+
+
 def test_tasks_that_crash_their_worker_are_quarantined_and_the_rest_finish(tmp_path):
     tasks = load_tasks(TASKS)
     killer, raiser = tasks[0].task_id, tasks[1].task_id
