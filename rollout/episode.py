@@ -95,22 +95,27 @@ async def _evaluate_inner(state: EpisodeState, outcome_plan: str, pddl_changed: 
         raise AssertionError("nothing to evaluate")
     if not domain.strip():
         return _Evaluation("", False, False, solvers.ErrorCategory.INPUT_ERROR.value, "", "empty domain")
-    result = await asyncio.to_thread(solvers.plan, domain, problem, planner=planner, limits=limits)  # type: ignore[arg-type]
+    result, v = await asyncio.to_thread(_plan_then_validate, domain, problem, planner, limits, state.plan)
     cpu = result.cpu_s or result.wall_s
     log = _clean(result.output_tail or result.message)
     if result.ok:
-        plan = result.plan_text
-        v = await _validate(domain, problem, plan, limits)
-        return _Evaluation(plan, True, v.valid, v.category.value,
+        return _Evaluation(result.plan_text, True, v.valid, v.category.value,
                            "" if v.valid else _clean(v.output_tail or v.message), log, cpu + v.cpu_s)
-    # The planner failed: check the PDDL (and the previous plan, if any) with the validator, whose
-    # diagnostics are more specific (parse errors with positions, type mismatches, failing steps).
-    v = await _validate(domain, problem, state.plan, limits)
     category = result.category.value
     if v.category.is_parse_error:
         category = v.category.value
     errors = _clean(v.output_tail or v.message) if not v.valid else ""
     return _Evaluation(state.plan, False, False, category, errors, log, cpu + v.cpu_s)
+
+
+def _plan_then_validate(domain: str, problem: str, planner: str, limits: solvers.Limits, previous_plan: str
+                        ) -> tuple[solvers.PlanResult, solvers.ValidationResult]:
+    """Both solver calls in one thread hand-off. The new plan is validated; when the planner failed,
+    the previous plan (if any) is, as the validator's diagnostics are more specific (parse errors
+    with positions, type mismatches, failing steps)."""
+    result = solvers.plan(domain, problem, planner=planner, limits=limits)  # type: ignore[arg-type]
+    plan = result.plan_text if result.ok else previous_plan
+    return result, solvers.validate(domain, problem, plan, limits=limits)
 
 
 def _apply_evaluation(state: EpisodeState, ev: _Evaluation) -> None:

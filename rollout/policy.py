@@ -51,6 +51,10 @@ class Decision:
 class Policy(ABC):
     name: str = "policy"
     version: str = "0"
+    # True for policies whose `decide` is pure CPU in microseconds (rules, scripted, random, a
+    # linear model): `adecide` then runs it in the event loop, as a thread hand-off per step
+    # costs more than the decision. Policies that block (HTTP, a language model) leave it False.
+    decides_inline: bool = False
 
     @abstractmethod
     def _decide(self, state: EpisodeState) -> Decision:
@@ -62,6 +66,8 @@ class Policy(ABC):
         return _with_latency(decision, t0)
 
     async def adecide(self, state: EpisodeState) -> Decision:
+        if self.decides_inline:
+            return self.decide(state)
         return await asyncio.to_thread(self.decide, state)
 
     def close(self) -> None:  # noqa: B027  (optional hook; most policies hold nothing)

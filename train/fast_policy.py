@@ -36,6 +36,8 @@ class EmptyDatasetError(ValueError):
 
 
 class HashedLinearPolicy(Policy):
+    decides_inline = True
+
     def __init__(self, buckets: np.ndarray, weights: np.ndarray, bias: np.ndarray, n_buckets: int,
                  *, name: str = POLICY_CLASS, version: str = "0") -> None:
         if weights.shape != (len(buckets), NUM_AGENTS) or bias.shape != (NUM_AGENTS,):

@@ -41,6 +41,7 @@ def load_policy(model_dir: str | Path, *, rules_first: bool = False, device: str
 
 class ConstantPolicy(Policy):
     """Always the same agent: the majority-class baseline."""
+    decides_inline = True
 
     def __init__(self, agent_id: int, name: str = "majority") -> None:
         self.agent_id = agent_id
@@ -53,6 +54,7 @@ class ConstantPolicy(Policy):
 
 class UniformRandomPolicy(Policy):
     """A uniformly random agent other than NoOp (which would end the episode unverified)."""
+    decides_inline = True
 
     name = "random"
 

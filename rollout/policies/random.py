@@ -20,6 +20,7 @@ def state_rng(seed: int, state: EpisodeState, salt: str) -> random.Random:
 
 
 class RandomPolicy(Policy):
+    decides_inline = True
     name = "random"
     version = "1"
 

@@ -95,6 +95,7 @@ def _looks_invented(predicate: str, domain: str, problem: str) -> bool:
 
 
 class ScriptedPolicy(Policy):
+    decides_inline = True
     name = "scripted"
     version = "1"
 

@@ -119,3 +119,28 @@ def test_scripted_noise_and_custom_rules() -> None:
     assert custom.decide(s).agent_id == 8
     with pytest.raises(ValueError, match="unknown agent IDs"):
         ScriptedPolicy(rules={"unsolvable": (42,)})
+
+
+def test_cheap_policies_decide_in_the_event_loop_and_blocking_ones_in_a_thread() -> None:
+    import asyncio
+    import threading
+
+    class Recording(Policy):
+        def __init__(self, inline: bool) -> None:
+            self.decides_inline = inline
+            self.thread: threading.Thread | None = None
+
+        def _decide(self, s: EpisodeState) -> Decision:
+            self.thread = threading.current_thread()
+            return Decision(3, "model")
+
+    async def decide_both() -> threading.Thread:
+        for policy in (inline, blocking):
+            assert (await RulesFirst(policy).adecide(state())).agent_id == 3
+        return threading.current_thread()
+
+    inline, blocking = Recording(True), Recording(False)
+    loop_thread = asyncio.run(decide_both())
+    assert inline.thread is loop_thread
+    assert blocking.thread is not None and blocking.thread is not loop_thread
+    assert ScriptedPolicy().decides_inline and RandomPolicy().decides_inline
