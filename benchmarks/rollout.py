@@ -11,7 +11,8 @@ during the run weighs on both sides alike; figures 1 and 2 are over all jobs of 
 2. overhead  wall time vs the solver-bound limit = sum of the episodes' solver CPU time / CPUs used
              (target <= 1.15x; the sim agents' and policy's own CPU time counts as overhead here).
              Solver CPU of a call = the sandboxed planner/validator process plus the sandbox worker's
-             own work for the call (fork, files); oracle checks count too. A job has fixed costs
+             own work for the call (request, files, fork, answer); oracle checks count too. The
+             client side of a call, in the rollout worker, is overhead. A job has fixed costs
              (the first dispatch, the last episodes' tail, the final commit: about 0.5 CPU-s), which
              product jobs of thousands of episodes amortize; the default 480 episodes per job
              (~21 s at 2 workers) keep them near 1% of the figure. --episodes 240 shows the effect.
