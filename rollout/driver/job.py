@@ -67,7 +67,9 @@ class RolloutConfig:
     # A resumed run keeps the tasks an earlier session quarantined out (their episodes would
     # crash workers again); True gives them a fresh set of attempts.
     retry_quarantined: bool = False
-    initial_window: int | None = None  # episodes in flight per worker at start (default 4 x its CPUs)
+    # Episodes in flight per worker at start (default 8 x its CPUs: two batches of 4, so Ray's
+    # per-call cost is shared by 4 episodes; AIMD moves it from there).
+    initial_window: int | None = None
     max_window: int = 64
     # Episodes per Ray call. None: half the worker's window, at most MAX_AUTO_BATCH, so each worker
     # still has two calls in flight and one slow episode does not hold back the rest.
@@ -480,7 +482,7 @@ class RolloutJob:
         self.startup_s = time.monotonic() - t0
 
     def _new_slot(self, index: int) -> _Slot:
-        initial = self.config.initial_window or 4 * self.config.cpus_per_worker
+        initial = self.config.initial_window or 8 * self.config.cpus_per_worker
         window = AIMDWindow(limit=float(initial), max_limit=float(self.config.max_window))
         return _Slot(index, self._cls.remote(self._setup_ref), window)
 
