@@ -283,9 +283,11 @@ class RolloutJob:
         idle = [slot for slot in self.slots if not slot.dead and not slot.solo and slot.in_flight == 0]
         if not idle:
             return
-        # Newest first: they started last, so they are likely to finish last.
+        # Newest first: they started last, so they are likely to finish last. An episode already
+        # done may still sit in a batch whose call has not returned: it needs no copy.
         candidates = [spec for specs, slot in reversed(state.in_flight.values()) if not slot.solo
-                      for spec in reversed(specs) if state.copies.get(spec.episode_id) == 1]
+                      for spec in reversed(specs)
+                      if state.copies.get(spec.episode_id) == 1 and spec.episode_id not in state.done]
         per_call = self.config.max_backups_per_call
         for slot in idle:
             batch, candidates = candidates[:per_call], candidates[per_call:]
