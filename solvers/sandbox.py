@@ -39,7 +39,8 @@ class RunResult:
     timed_out: bool = False
     wall_s: float = 0.0
     # CPU seconds of the solver processes for this call: the confined child (planner, validator)
-    # plus the sandboxed worker's own work for it (fork, file staging, output collection).
+    # plus the sandboxed worker's own work for it (reading the request, file staging, fork,
+    # output collection, answering; see solvers/_worker.py).
     cpu_s: float = 0.0
     maxrss_kb: int = 0
     files: dict[str, bytes] = field(default_factory=dict)
