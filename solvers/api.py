@@ -12,7 +12,7 @@ import os
 import time
 from typing import Literal
 
-from solvers import fd, kairos_cli, locate
+from solvers import fd, kairos_cli, locate, pddl_check
 from solvers.limits import Limits
 from solvers.plans import parse_plan
 from solvers.pool import get_pool
@@ -67,9 +67,14 @@ def plan(domain: str, problem: str, *, planner: PlannerName = "fd", search: str 
     t0 = time.monotonic()
     pool = get_pool(sandbox)
     files = {"domain.pddl": domain, "problem.pddl": problem}
-    blank = _blank_input(domain, problem, "fd" if planner == "fd" else temporal_planner())
+    name = "fd" if planner == "fd" else temporal_planner()
+    blank = _blank_input(domain, problem, name)
     if blank is not None:
         return blank
+    error = pddl_check.check(domain, problem)
+    if error is not None:
+        return PlanResult(error.category, name, message=str(error), diagnostics=[error.code],
+                          wall_s=time.monotonic() - t0)
     if planner == "fd":
         if fd.is_temporal(domain):
             return PlanResult(ErrorCategory.UNSUPPORTED_REQUIREMENT, "fd",
@@ -99,6 +104,11 @@ def validate(domain: str, problem: str, plan_text: str, *, limits: Limits = Limi
     _check_text(domain=domain, problem=problem, plan_text=plan_text)
     files = {"domain.pddl": domain, "problem.pddl": problem, "plan.txt": plan_text}
     pool = get_pool(sandbox)
+    # A plan is never valid on PDDL that is not well-formed, whichever validator would run.
+    error = pddl_check.check(domain, problem)
+    if error is not None:
+        return ValidationResult(error.category, validator_name(), location=error.location, message=error.message,
+                                diagnostics=[error.code])
     if validator_name() == "val":
         from solvers import external
 

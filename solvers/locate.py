@@ -20,7 +20,8 @@ def fd_root() -> Path | None:
         return None
     if spec is None or not spec.submodule_search_locations:
         return None
-    root = Path(list(spec.submodule_search_locations)[0]) / "downward"
+    # Resolved: the sandbox binds the real path, which a symlinked venv would hide.
+    root = (Path(list(spec.submodule_search_locations)[0]) / "downward").resolve()
     return root if (root / "builds" / "release" / "bin" / "downward").exists() else None
 
 

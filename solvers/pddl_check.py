@@ -1,0 +1,544 @@
+"""The strict static check of a domain/problem pair, run before any planner or validator.
+
+Planners disagree on PDDL that is not well-formed (Kairos plans a problem that uses a predicate
+the domain never declares; Fast Downward rejects it), so acceptance must not depend on which
+one ran. This check is the common floor: every predicate, function, type, constant/object used
+is declared, with the right arity and compatible types; the problem names its domain; the
+:requirements cover what is used. Anything it does not understand it leaves to the planner
+(syntax errors, unknown requirements, unsupported features keep the planner's own category),
+so it only ever turns a would-be answer into a parse error on PDDL that is definitely wrong.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from solvers.results import ErrorCategory
+
+DOMAIN_FILE, PROBLEM_FILE = "domain.pddl", "problem.pddl"
+_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+_TOKEN = re.compile(r"[()]|[^\s()]+")
+# Builtin numeric functions; `total-cost` is not builtin (it must be declared under
+# :action-costs), `total-time` is the metric's makespan.
+_BUILTIN_FUNCTIONS = {"total-time"}
+_COMPARISONS = {"<", ">", "<=", ">="}
+_ASSIGN_OPS = {"increase", "decrease", "assign", "scale-up", "scale-down"}
+_ARITH = {"+", "-", "*", "/"}
+
+# What each requirement flag grants (PDDL 3.1 implications).
+_IMPLIES: dict[str, set[str]] = {
+    ":adl": {":strips", ":typing", ":negative-preconditions", ":disjunctive-preconditions", ":equality",
+             ":existential-preconditions", ":universal-preconditions", ":conditional-effects"},
+    ":quantified-preconditions": {":existential-preconditions", ":universal-preconditions"},
+    ":fluents": {":numeric-fluents", ":object-fluents"},
+    ":numeric-fluents": {":action-costs"},
+    ":timed-initial-literals": {":durative-actions"},
+    ":duration-inequalities": {":durative-actions"},
+    ":continuous-effects": {":durative-actions"},
+}
+
+
+class Tok(str):
+    line: int
+    col: int
+
+
+class Node(list):
+    line: int
+    col: int
+
+
+@dataclass(frozen=True)
+class CheckError:
+    file: str
+    line: int
+    col: int
+    code: str
+    message: str
+
+    @property
+    def category(self) -> ErrorCategory:
+        return ErrorCategory.PARSE_ERROR_DOMAIN if self.file == DOMAIN_FILE else ErrorCategory.PARSE_ERROR_PROBLEM
+
+    @property
+    def location(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.message} [{self.code}]"
+
+
+class _Fail(Exception):
+    def __init__(self, error: CheckError):
+        self.error = error
+
+
+class _Skip(Exception):
+    """The text is not something this check understands: leave the verdict to the planner."""
+
+
+def _parse(text: str) -> Node:
+    root = Node()
+    root.line = root.col = 1
+    stack = [root]
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split(";", 1)[0]
+        for m in _TOKEN.finditer(line):
+            value = m.group()
+            if value == "(":
+                node = Node()
+                node.line, node.col = number, m.start() + 1
+                stack[-1].append(node)
+                stack.append(node)
+            elif value == ")":
+                if len(stack) == 1:
+                    raise _Skip
+                stack.pop()
+            else:
+                # The translator splits "?x" off a preceding word; so do we.
+                for i, part in enumerate(value.replace("?", " ?").split()):
+                    tok = Tok(part.lower())
+                    tok.line, tok.col = number, m.start() + 1 + (value.find(part) if i else 0)
+                    stack[-1].append(tok)
+    if len(stack) != 1 or len(root) != 1 or not isinstance(root[0], Node):
+        raise _Skip
+    top = root[0]
+    if not top or top[0] != "define":
+        raise _Skip
+    return top
+
+
+def _pos(item: Tok | Node, fallback: Node | None = None) -> tuple[int, int]:
+    for x in (item, fallback):
+        if x is not None and hasattr(x, "line"):
+            return x.line, x.col
+    return 1, 1
+
+
+class _Types:
+    def __init__(self) -> None:
+        self.parents: dict[str, set[str]] = {"object": set(), "number": set()}
+
+    def declared(self, name: str) -> bool:
+        return name in self.parents
+
+    def ancestors(self, name: str) -> set[str]:
+        seen, todo = {name}, [name]
+        while todo:
+            for parent in self.parents.get(todo.pop(), ()):
+                if parent not in seen:
+                    seen.add(parent)
+                    todo.append(parent)
+        return seen | {"object"}
+
+    def subtype(self, have: tuple[str, ...], want: tuple[str, ...]) -> bool:
+        """Every type `have` may be is one of `want` or below it."""
+        return all(any(w in self.ancestors(h) for w in want) for h in have)
+
+    def compatible(self, have: tuple[str, ...], want: tuple[str, ...]) -> bool:
+        """Some value could satisfy both (a variable of a supertype narrowed by the atom is legal)."""
+        return any(w in self.ancestors(h) or h in self.ancestors(w) for h in have for w in want)
+
+
+class _Checker:
+    def __init__(self) -> None:
+        self.file = DOMAIN_FILE
+        self.types = _Types()
+        self.typing = False
+        self.predicates: dict[str, list[tuple[str, ...]]] = {}
+        self.functions: dict[str, list[tuple[str, ...]]] = {}
+        self.constants: dict[str, tuple[str, ...]] = {}
+        self.objects: dict[str, tuple[str, ...]] = {}
+        self.requirements: set[str] = set()
+        self.used: dict[str, tuple[int, int, str]] = {}
+        self.domain_name = ""
+        self.in_effect = False
+
+    # ------------------------------------------------------------ helpers
+
+    def fail(self, at: Tok | Node, code: str, message: str, node: Node | None = None) -> None:
+        line, col = _pos(at, node)
+        raise _Fail(CheckError(self.file, line, col, code, message))
+
+    def use(self, requirement: str, at: Tok | Node, node: Node | None = None) -> None:
+        if requirement not in self.used:
+            line, col = _pos(at, node)
+            self.used[requirement] = (line, col, self.file)
+
+    def type_name(self, item: Tok | Node, node: Node) -> tuple[str, ...]:
+        if isinstance(item, Node):
+            if not item or item[0] != "either" or not all(isinstance(x, Tok) for x in item[1:]):
+                raise _Skip
+            names = tuple(str(x) for x in item[1:])
+            for x in item[1:]:
+                self.check_type_declared(x, node)
+            return names
+        self.check_type_declared(item, node)
+        return (str(item),)
+
+    def check_type_declared(self, tok: Tok | Node, node: Node) -> None:
+        self.use(":typing", tok, node)
+        if not self.types.declared(tok):
+            self.fail(tok, "check.undeclared_type", f"undeclared type '{tok}'", node)
+
+    def typed_list(self, items: list, node: Node, *, declare_types: bool = False) -> list[tuple[Tok, tuple[str, ...]]]:
+        out: list[tuple[Tok, tuple[str, ...]]] = []
+        pending: list[Tok] = []
+        i = 0
+        while i < len(items):
+            item = items[i]
+            if item == "-":
+                if i + 1 >= len(items):
+                    raise _Skip
+                target = items[i + 1]
+                if declare_types:
+                    parents = (str(target),) if isinstance(target, Tok) else tuple(str(x) for x in target[1:])
+                    for name in pending:
+                        self.types.parents.setdefault(name, set()).update(parents)
+                    for parent in parents:
+                        self.types.parents.setdefault(parent, set())
+                    kind: tuple[str, ...] = parents
+                else:
+                    kind = self.type_name(target, node)
+                out += [(name, kind) for name in pending]
+                pending = []
+                i += 2
+                continue
+            if not isinstance(item, Tok):
+                raise _Skip
+            pending.append(item)
+            i += 1
+        if declare_types:
+            for name in pending:
+                self.types.parents.setdefault(name, set())
+        out += [(name, ("object",)) for name in pending]
+        return out
+
+    def variables(self, item: object, node: Node) -> dict[str, tuple[str, ...]]:
+        return dict(self.signature(item, node))
+
+    def signature(self, item: object, node: Node) -> list[tuple[str, tuple[str, ...]]]:
+        """Parameters in order; a name may repeat in a declaration (logistics' `(in ?obj ?obj)`)."""
+        if not isinstance(item, Node):
+            raise _Skip
+        found = []
+        for name, kind in self.typed_list(list(item), node):
+            if not name.startswith("?"):
+                raise _Skip
+            found.append((str(name), kind))
+        return found
+
+    def kinds(self, item: Node, node: Node) -> list[tuple[str, ...]]:
+        return [kind for _, kind in self.signature(Node(item), node)]
+
+    # ------------------------------------------------------------ terms and atoms
+
+    def term_type(self, tok: object, env: dict[str, tuple[str, ...]], node: Node) -> tuple[str, ...] | None:
+        if isinstance(tok, Node):
+            return None  # an object fluent: beyond this check
+        assert isinstance(tok, Tok)
+        if tok.startswith("?"):
+            if tok not in env:
+                self.fail(tok, "check.unbound_variable", f"variable '{tok}' is not a parameter here", node)
+            return env[tok]
+        if _NUMBER.match(tok):
+            return None
+        if tok in self.constants:
+            return self.constants[tok]
+        if tok in self.objects:
+            return self.objects[tok]
+        what = "constant" if self.file == DOMAIN_FILE else "object"
+        self.fail(tok, f"check.undeclared_{what}", f"undeclared {what} '{tok}'", node)
+        return None
+
+    def args(self, node: Node, signature: list[tuple[str, ...]], kind: str, env: dict) -> None:
+        head, args = node[0], node[1:]
+        if len(args) != len(signature):
+            self.fail(head, "check.wrong_arity",
+                      f"{kind} '{head}' takes {len(signature)} argument(s), got {len(args)}", node)
+        for arg, want in zip(args, signature, strict=True):
+            have = self.term_type(arg, env, node)
+            if have is None or not self.typing:
+                continue
+            ok = self.types.compatible(have, want) if str(arg).startswith("?") else self.types.subtype(have, want)
+            if not ok:
+                self.fail(arg, "check.wrong_type", f"argument '{arg}' of {kind} '{head}' is of type "
+                          f"{'/'.join(have)}, not {'/'.join(want)}", node)
+
+    def atom(self, node: Node, env: dict) -> None:
+        head = node[0]
+        if not isinstance(head, Tok):
+            raise _Skip
+        if head not in self.predicates:
+            self.fail(head, "check.undeclared_predicate", f"undeclared predicate '{head}'", node)
+        self.args(node, self.predicates[head], "predicate", env)
+
+    def fexp(self, item: object, env: dict, node: Node) -> None:
+        """A numeric expression."""
+        if isinstance(item, Tok):
+            if item.startswith("?"):
+                self.term_type(item, env, node)
+            elif item != "#t" and not _NUMBER.match(item):
+                self.fail(item, "check.bad_number", f"'{item}' is not a number or a function term", node)
+            return
+        if not isinstance(item, Node) or not item:
+            raise _Skip
+        head = item[0]
+        if head in _ARITH and len(item) >= 2:
+            for sub in item[1:]:
+                self.fexp(sub, env, item)
+            return
+        self.function_term(item, env)
+
+    def function_term(self, node: Node, env: dict) -> None:
+        head = node[0]
+        if not isinstance(head, Tok):
+            raise _Skip
+        if head in _BUILTIN_FUNCTIONS and len(node) == 1:
+            return
+        if head not in self.functions:
+            self.fail(head, "check.undeclared_function", f"undeclared function '{head}'", node)
+        self.use(":action-costs" if head == "total-cost" else ":numeric-fluents", head, node)
+        self.args(node, self.functions[head], "function", env)
+
+    # ------------------------------------------------------------ formulas and effects
+
+    def gd(self, node: object, env: dict) -> None:
+        if not isinstance(node, Node):
+            raise _Skip
+        if not node:
+            return  # "()" is the empty condition
+        head = node[0]
+        if head == "and":
+            for sub in node[1:]:
+                self.gd(sub, env)
+        elif head == "or" or head == "imply":
+            self.use(":disjunctive-preconditions", head, node)
+            for sub in node[1:]:
+                self.gd(sub, env)
+        elif head == "not" and len(node) == 2:
+            inner = node[1]
+            if isinstance(inner, Node) and inner and isinstance(inner[0], Tok) and inner[0] in self.predicates:
+                self.use(":negative-preconditions", head, node)
+            elif isinstance(inner, Node) and inner and inner[0] not in ("=", *_COMPARISONS):
+                self.use(":disjunctive-preconditions", head, node)
+            self.gd(inner, env)
+        elif head in ("exists", "forall") and len(node) == 3:
+            self.use(":existential-preconditions" if head == "exists" else ":universal-preconditions", head, node)
+            self.gd(node[2], {**env, **self.variables(node[1], node)})
+        elif head == "preference" and len(node) in (2, 3):
+            self.gd(node[-1], env)
+        elif head in ("at", "over") and len(node) == 3 and node[1] in ("start", "end", "all") \
+                and isinstance(node[2], Node):
+            self.gd(node[2], env)
+        elif head in _COMPARISONS and len(node) == 3:
+            self.use(":numeric-fluents", head, node)
+            self.fexp(node[1], env, node)
+            self.fexp(node[2], env, node)
+        elif head == "=" and len(node) == 3:
+            if isinstance(node[1], Tok) and isinstance(node[2], Tok) and not _NUMBER.match(node[2]) \
+                    and node[1] != "?duration":
+                self.use(":equality", head, node)
+                self.term_type(node[1], env, node)
+                self.term_type(node[2], env, node)
+            else:
+                self.use(":numeric-fluents", head, node)
+                self.fexp(node[1], env, node)
+                self.fexp(node[2], env, node)
+        else:
+            self.atom(node, env)
+
+    def effect(self, node: object, env: dict) -> None:
+        if not isinstance(node, Node):
+            raise _Skip
+        if not node:
+            return
+        head = node[0]
+        if head == "and":
+            for sub in node[1:]:
+                self.effect(sub, env)
+        elif head == "not" and len(node) == 2 and isinstance(node[1], Node):
+            self.atom(node[1], env)
+        elif head == "forall" and len(node) == 3:
+            self.use(":conditional-effects", head, node)
+            self.effect(node[2], {**env, **self.variables(node[1], node)})
+        elif head == "when" and len(node) == 3:
+            self.use(":conditional-effects", head, node)
+            self.gd(node[1], env)
+            self.effect(node[2], env)
+        elif head in ("at",) and len(node) == 3 and node[1] in ("start", "end") and isinstance(node[2], Node):
+            self.effect(node[2], env)
+        elif head in _ASSIGN_OPS and len(node) == 3 and isinstance(node[1], Node):
+            self.function_term(node[1], env)
+            self.fexp(node[2], env, node)
+        else:
+            self.atom(node, env)
+
+    # ------------------------------------------------------------ sections
+
+    def domain(self, top: Node) -> None:
+        self.file = DOMAIN_FILE
+        if len(top) < 2 or not isinstance(top[1], Node) or len(top[1]) != 2 or top[1][0] != "domain":
+            raise _Skip
+        self.domain_name = str(top[1][1])
+        sections = [s for s in top[2:] if isinstance(s, Node) and s and isinstance(s[0], Tok)]
+        if len(sections) != len(top) - 2:
+            raise _Skip
+        by_kind: dict[str, list[Node]] = {}
+        for s in sections:
+            by_kind.setdefault(str(s[0]), []).append(s)
+        for s in by_kind.get(":requirements", []):
+            self.requirements.update(str(x) for x in s[1:])
+        for s in by_kind.get(":types", []):
+            self.typing = True
+            self.use(":typing", s[0], s)
+            self.typed_list(list(s[1:]), s, declare_types=True)
+        for s in by_kind.get(":constants", []):
+            for name, kind in self.typed_list(list(s[1:]), s):
+                self.constants[str(name)] = kind
+        for s in by_kind.get(":predicates", []):
+            for p in s[1:]:
+                if not isinstance(p, Node) or not p or not isinstance(p[0], Tok):
+                    raise _Skip
+                self.predicates[str(p[0])] = self.kinds(p[1:], p)
+        for s in by_kind.get(":functions", []):
+            items = [x for x in s[1:]]
+            i = 0
+            while i < len(items):
+                f = items[i]
+                if f == "-":  # the result type ("number", or an object type for object fluents)
+                    i += 2
+                    continue
+                if not isinstance(f, Node) or not f or not isinstance(f[0], Tok):
+                    raise _Skip
+                self.functions[str(f[0])] = self.kinds(f[1:], f)
+                i += 1
+        for s in by_kind.get(":derived", []):
+            self.use(":derived-predicates", s[0], s)
+            if len(s) != 3 or not isinstance(s[1], Node) or not s[1]:
+                raise _Skip
+            head = s[1]
+            if head[0] not in self.predicates:
+                self.predicates[str(head[0])] = self.kinds(head[1:], head)
+        for s in by_kind.get(":derived", []):
+            head = s[1]
+            env = self.variables(Node(head[1:]), head)
+            if self.kinds(head[1:], head) != self.predicates[str(head[0])]:
+                self.fail(head[0], "check.wrong_arity",
+                          f"derived predicate '{head[0]}' does not match its declaration", head)
+            self.gd(s[2], env)
+        for kind in (":action", ":durative-action"):
+            for s in by_kind.get(kind, []):
+                self.action(s, durative=kind == ":durative-action")
+
+    def action(self, s: Node, durative: bool) -> None:
+        if durative:
+            self.use(":durative-actions", s[0], s)
+        if len(s) < 2 or not isinstance(s[1], Tok) or len(s) % 2:
+            raise _Skip
+        fields = {str(s[i]): s[i + 1] for i in range(2, len(s), 2)}
+        env = self.variables(fields.get(":parameters", Node()), s)
+        if durative:
+            env["?duration"] = ("number",)
+            if ":duration" in fields:
+                self.gd(fields[":duration"], env)
+        pre = fields.get(":condition" if durative else ":precondition")
+        if pre is not None:
+            self.gd(pre, env)
+        if ":effect" in fields:
+            self.effect(fields[":effect"], env)
+
+    def problem(self, top: Node) -> None:
+        self.file = PROBLEM_FILE
+        if len(top) < 2 or not isinstance(top[1], Node) or len(top[1]) != 2 or top[1][0] != "problem":
+            raise _Skip
+        sections = [s for s in top[2:] if isinstance(s, Node) and s and isinstance(s[0], Tok)]
+        if len(sections) != len(top) - 2:
+            raise _Skip
+        by_kind: dict[str, list[Node]] = {}
+        for s in sections:
+            by_kind.setdefault(str(s[0]), []).append(s)
+        for s in by_kind.get(":domain", []):
+            if len(s) == 2 and isinstance(s[1], Tok) and s[1] != self.domain_name:
+                self.fail(s[1], "check.domain_mismatch",
+                          f"the problem is for domain '{s[1]}', but the domain is '{self.domain_name}'", s)
+        for s in by_kind.get(":requirements", []):
+            self.requirements.update(str(x) for x in s[1:])
+        for s in by_kind.get(":objects", []):
+            for name, kind in self.typed_list(list(s[1:]), s):
+                self.objects[str(name)] = kind
+        for s in by_kind.get(":init", []):
+            for fact in s[1:]:
+                self.init_fact(fact)
+        for s in by_kind.get(":goal", []):
+            if len(s) != 2:
+                raise _Skip
+            self.gd(s[1], {})
+        for s in by_kind.get(":metric", []):
+            if len(s) == 3 and s[1] in ("minimize", "maximize"):
+                self.metric(s[2])
+
+    def metric(self, item: object) -> None:
+        if isinstance(item, Node) and item and item[0] == "is-violated":
+            return
+        if isinstance(item, Node) and item and item[0] in _ARITH:
+            for sub in item[1:]:
+                self.metric(sub)
+            return
+        if isinstance(item, Node) and item:
+            self.function_term(item, {})
+
+    def init_fact(self, fact: object) -> None:
+        if not isinstance(fact, Node) or not fact:
+            raise _Skip
+        head = fact[0]
+        if head == "at" and len(fact) == 3 and isinstance(fact[1], Tok) and _NUMBER.match(fact[1]) \
+                and isinstance(fact[2], Node):
+            self.init_fact(fact[2])  # a timed initial literal
+        elif head == "not" and len(fact) == 2 and isinstance(fact[1], Node):
+            self.atom(fact[1], {})
+        elif head == "=" and len(fact) == 3 and isinstance(fact[1], Node):
+            self.function_term(fact[1], {})
+        else:
+            self.atom(fact, {})
+
+    def requirements_cover(self) -> None:
+        granted = set(self.requirements) | {":strips"}
+        for flag in list(granted):
+            granted |= _IMPLIES.get(flag, set())
+        for flag in list(granted):
+            granted |= _IMPLIES.get(flag, set())
+        for flag, (line, col, file) in self.used.items():
+            if flag not in granted:
+                raise _Fail(CheckError(file, line, col, "check.missing_requirement",
+                                       f"uses {flag.lstrip(':')} but :requirements does not declare {flag}"))
+
+
+# Requirements whose absence Fast Downward, VAL and the IPC files themselves tolerate (many
+# competition domains use `=` or `not` without declaring them): the check does not demand them.
+LENIENT_REQUIREMENTS = frozenset({":equality", ":negative-preconditions", ":typing", ":action-costs",
+                                  ":disjunctive-preconditions", ":existential-preconditions",
+                                  ":universal-preconditions", ":conditional-effects", ":numeric-fluents"})
+
+
+@functools.lru_cache(maxsize=256)
+def check(domain: str, problem: str) -> CheckError | None:
+    """The first definite error of the pair, or None (well-formed, or beyond this check)."""
+    checker = _Checker()
+    try:
+        checker.domain(_parse(domain))
+    except _Fail as exc:
+        return exc.error
+    except (_Skip, RecursionError):
+        return None
+    try:
+        checker.problem(_parse(problem))
+        checker.used = {k: v for k, v in checker.used.items() if k not in LENIENT_REQUIREMENTS}
+        checker.requirements_cover()
+    except _Fail as exc:
+        return exc.error
+    except (_Skip, RecursionError):
+        return None
+    return None

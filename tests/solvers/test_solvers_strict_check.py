@@ -1,0 +1,127 @@
+"""The strict static check: ill-formed PDDL is a parse error for both planners and for validate,
+and no well-formed task of the fixtures (or their plans' verdicts) changes."""
+
+from __future__ import annotations
+
+import pytest
+from solver_helpers import FIXTURES, IPC
+
+import solvers
+from solvers import pddl_check
+from solvers.results import ErrorCategory
+
+DOMAIN = """(define (domain courier)
+  (:requirements :strips :typing)
+  (:types place parcel - object van)
+  (:constants depot - place)
+  (:predicates (at-van ?v - van ?p - place) (at ?x - parcel ?p - place) (in ?x - parcel ?v - van))
+  (:action drive :parameters (?v - van ?from ?to - place)
+    :precondition (at-van ?v ?from)
+    :effect (and (not (at-van ?v ?from)) (at-van ?v ?to)))
+  (:action load :parameters (?x - parcel ?v - van ?p - place)
+    :precondition (and (at ?x ?p) (at-van ?v ?p))
+    :effect (and (not (at ?x ?p)) (in ?x ?v)))
+  (:action unload :parameters (?x - parcel ?v - van ?p - place)
+    :precondition (and (in ?x ?v) (at-van ?v ?p))
+    :effect (and (not (in ?x ?v)) (at ?x ?p))))
+"""
+PROBLEM = """(define (problem two-parcels) (:domain courier)
+  (:objects home shop - place p1 p2 - parcel v1 - van)
+  (:init (at-van v1 depot) (at p1 home) (at p2 shop))
+  (:goal (and (at p1 depot) (at p2 depot))))
+"""
+PLAN = """(drive v1 depot home)
+(load p1 v1 home)
+(drive v1 home shop)
+(load p2 v1 shop)
+(drive v1 shop depot)
+(unload p1 v1 depot)
+(unload p2 v1 depot)
+"""
+
+# (name, domain, problem, category, code, the symbol the message must name)
+BROKEN = [
+    ("undeclared-predicate-in-init", DOMAIN, PROBLEM.replace("(at p2 shop)", "(at p2 shop) (sunny home)"),
+     ErrorCategory.PARSE_ERROR_PROBLEM, "check.undeclared_predicate", "sunny"),
+    ("undeclared-predicate-in-goal", DOMAIN, PROBLEM.replace("(at p2 depot))", "(at p2 depot) (sunny home))"),
+     ErrorCategory.PARSE_ERROR_PROBLEM, "check.undeclared_predicate", "sunny"),
+    ("wrong-arity-in-init", DOMAIN, PROBLEM.replace("(at p1 home)", "(at p1)"),
+     ErrorCategory.PARSE_ERROR_PROBLEM, "check.wrong_arity", "at"),
+    ("wrong-arity-in-action", DOMAIN.replace(":precondition (at-van ?v ?from)", ":precondition (at-van ?v)"),
+     PROBLEM, ErrorCategory.PARSE_ERROR_DOMAIN, "check.wrong_arity", "at-van"),
+    ("undeclared-type", DOMAIN, PROBLEM.replace("v1 - van", "v1 - truck"),
+     ErrorCategory.PARSE_ERROR_PROBLEM, "check.undeclared_type", "truck"),
+    ("undeclared-object", DOMAIN, PROBLEM.replace("(at p2 shop)", "(at p3 shop)"),
+     ErrorCategory.PARSE_ERROR_PROBLEM, "check.undeclared_object", "p3"),
+    ("wrong-type", DOMAIN, PROBLEM.replace("(at p2 shop)", "(at v1 shop)"),
+     ErrorCategory.PARSE_ERROR_PROBLEM, "check.wrong_type", "v1"),
+    ("mismatched-domain-name", DOMAIN, PROBLEM.replace("(:domain courier)", "(:domain logistics)"),
+     ErrorCategory.PARSE_ERROR_PROBLEM, "check.domain_mismatch", "logistics"),
+    ("undeclared-predicate-in-effect",
+     DOMAIN.replace("(in ?x ?v)))\n  (:action unload", "(held ?x)))\n  (:action unload"), PROBLEM,
+     ErrorCategory.PARSE_ERROR_DOMAIN, "check.undeclared_predicate", "held"),
+    ("unbound-variable", DOMAIN.replace(":precondition (at-van ?v ?from)", ":precondition (at-van ?w ?from)"),
+     PROBLEM, ErrorCategory.PARSE_ERROR_DOMAIN, "check.unbound_variable", "?w"),
+    ("derived-without-requirement", DOMAIN.replace("(:action drive", "(:derived (at ?x - parcel ?p - place) "
+                                                   "(in ?x v1))\n  (:action drive"),
+     PROBLEM, ErrorCategory.PARSE_ERROR_DOMAIN, None, None),
+]
+
+
+def test_the_well_formed_task_is_solved_and_its_plan_valid():
+    assert pddl_check.check(DOMAIN, PROBLEM) is None
+    assert solvers.plan(DOMAIN, PROBLEM).ok
+    assert solvers.plan(DOMAIN, PROBLEM, planner="temporal").ok
+    assert solvers.validate(DOMAIN, PROBLEM, PLAN).valid
+
+
+@pytest.mark.parametrize(("name", "domain", "problem", "category", "code", "symbol"), BROKEN,
+                         ids=[case[0] for case in BROKEN])
+def test_ill_formed_pddl_is_a_parse_error_everywhere(name, domain, problem, category, code, symbol):
+    error = pddl_check.check(domain, problem)
+    assert error is not None and error.category is category, error
+    if code is not None:
+        assert error.code == code and f"'{symbol}'" in error.message, error
+    for planner in ("fd", "temporal"):
+        result = solvers.plan(domain, problem, planner=planner)
+        assert result.category is category, (planner, result)
+        assert result.message.startswith(error.location) and result.plan is None
+    verdict = solvers.validate(domain, problem, PLAN)
+    assert not verdict.valid and verdict.category is category and verdict.location == error.location
+    file, line, col = verdict.location.split(":")
+    assert file in ("domain.pddl", "problem.pddl") and int(line) >= 1 and int(col) >= 1
+
+
+def test_location_points_at_the_symbol():
+    problem = PROBLEM.replace("(at p2 shop)", "(at p2 shop)\n        (sunny home)")
+    error = pddl_check.check(DOMAIN, problem)
+    assert error is not None and error.location == "problem.pddl:4:10"
+
+
+def test_every_bundled_task_passes_the_check():
+    """The fixtures (IPC, IPC temporal, PlanBench) are well-formed: the check rejects none."""
+    checked = 0
+    for domain in sorted(FIXTURES.rglob("domain*.pddl")):
+        for problem in sorted(domain.parent.rglob("*.pddl")):
+            if "domain" in problem.name:
+                continue
+            error = pddl_check.check(domain.read_text(encoding="latin-1"), problem.read_text(encoding="latin-1"))
+            assert error is None, (problem, str(error))
+            checked += 1
+    assert checked >= 60
+
+
+def test_the_check_covers_features_of_the_ipc_fixtures():
+    """Derived predicates, equality, conditional effects, quantifiers, action costs and typed
+    constants are understood (a broken use in such a domain is still caught)."""
+    domain = (IPC / "psr-middle" / "domain.pddl").read_text()
+    problem = (IPC / "psr-middle" / "p01-s17-n2-l2-f30.pddl").read_text()
+    assert pddl_check.check(domain, problem) is None
+    broken = domain.replace("(con ?x side2 ?y ?sy)", "(con ?x side2 ?y)", 1)
+    error = pddl_check.check(broken, problem)
+    assert error is not None and error.code == "check.wrong_arity"
+    elevators = (IPC / "elevators" / "domain.pddl").read_text()
+    problem = (IPC / "elevators" / "p01.pddl").read_text()
+    assert pddl_check.check(elevators, problem) is None
+    error = pddl_check.check(elevators, problem.replace("(= (total-cost) 0)", "(= (total-kost) 0)"))
+    assert error is not None and error.code == "check.undeclared_function", error
