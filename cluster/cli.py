@@ -4,10 +4,11 @@ cluster/commands/ and registers itself on the app; heavy imports stay inside the
 from __future__ import annotations
 
 import importlib
+import sys
+from typing import Any
 
-import typer
-
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="HALO cluster: verified plans at scale.")
+# Run without typer or the other commands' imports, so a one-shot call starts fast.
+FAST_COMMANDS = ("solve", "validate")
 
 # One module per command group; each exposes `register(app: typer.Typer) -> None`.
 COMMAND_MODULES = (
@@ -25,17 +26,34 @@ COMMAND_MODULES = (
 
 
 
-@app.callback()
-def _root() -> None:
-    """HALO cluster: natural-language planning problems to verified plans at scale."""
+def _build_app() -> Any:
+    import typer
+
+    app = typer.Typer(add_completion=False, no_args_is_help=True, help="HALO cluster: verified plans at scale.")
+
+    @app.callback()
+    def _root() -> None:
+        """HALO cluster: natural-language planning problems to verified plans at scale."""
+
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(app)
+    return app
 
 
-for _module in COMMAND_MODULES:
-    importlib.import_module(_module).register(app)
+def __getattr__(name: str) -> Any:
+    """`cluster.cli.app` (the typer app) is built on first use."""
+    if name == "app":
+        app = globals()["app"] = _build_app()
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
-    app()
+    if len(sys.argv) > 1 and sys.argv[1] in FAST_COMMANDS:
+        from cluster.commands import solve_cli
+
+        sys.exit(solve_cli.main(sys.argv[1], sys.argv[2:]))
+    __getattr__("app")()
 
 
 if __name__ == "__main__":

@@ -286,6 +286,8 @@ class _Checker:
         if not isinstance(item, Node) or not item:
             raise _Skip
         head = item[0]
+        if not isinstance(head, Tok):
+            raise _Skip
         if head in _ARITH and len(item) >= 2:
             for sub in item[1:]:
                 self.fexp(sub, env, item)
@@ -311,6 +313,8 @@ class _Checker:
         if not node:
             return  # "()" is the empty condition
         head = node[0]
+        if not isinstance(head, Tok):
+            raise _Skip
         if head == "and":
             for sub in node[1:]:
                 self.gd(sub, env)
@@ -356,6 +360,8 @@ class _Checker:
         if not node:
             return
         head = node[0]
+        if not isinstance(head, Tok):
+            raise _Skip
         if head == "and":
             for sub in node[1:]:
                 self.effect(sub, env)
@@ -481,6 +487,8 @@ class _Checker:
                 self.metric(s[2])
 
     def metric(self, item: object) -> None:
+        if isinstance(item, Node) and item and not isinstance(item[0], Tok):
+            raise _Skip
         if isinstance(item, Node) and item and item[0] == "is-violated":
             return
         if isinstance(item, Node) and item and item[0] in _ARITH:
@@ -533,6 +541,8 @@ def check(domain: str, problem: str) -> CheckError | None:
         return exc.error
     except (_Skip, RecursionError):
         return None
+    except Exception:  # never let the check itself break a call: the planner still judges
+        return None
     try:
         checker.problem(_parse(problem))
         checker.used = {k: v for k, v in checker.used.items() if k not in LENIENT_REQUIREMENTS}
@@ -540,5 +550,7 @@ def check(domain: str, problem: str) -> CheckError | None:
     except _Fail as exc:
         return exc.error
     except (_Skip, RecursionError):
+        return None
+    except Exception:
         return None
     return None

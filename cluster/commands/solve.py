@@ -1,42 +1,54 @@
-"""`halo solve`: plan (and optionally validate) one PDDL task."""
+"""`halo solve` and `halo validate` in the typer app (help, CliRunner, the manifests' checker).
+
+The options are declared here so `halo --help` and the k8s manifest checker see them; parsing,
+validation and the call itself are those of cluster/commands/solve_cli.py, which `halo` also
+runs directly (without typer) for speed.
+"""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import typer
+
+
+def _forward(command: str, positional: list[str], options: dict[str, str | None], flags: dict[str, bool]) -> None:
+    from cluster.commands import solve_cli
+
+    argv: list[str] = []
+    for name, value in options.items():
+        if value is not None:
+            argv += [name, value]
+    argv += [name for name, on in flags.items() if on]
+    raise typer.Exit(solve_cli.main(command, [*argv, "--", *positional]))
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def solve(
-        domain: Path = typer.Argument(..., exists=True, dir_okay=False, help="PDDL domain file"),
-        problem: Path = typer.Argument(..., exists=True, dir_okay=False, help="PDDL problem file"),
+        domain: str = typer.Argument(..., help="PDDL domain file"),
+        problem: str = typer.Argument(..., help="PDDL problem file"),
         planner: str = typer.Option("fd", help="fd | temporal"),
+        alias: str = typer.Option(None, help="Fast Downward alias: lama-first (default), optimal (A* + LM-cut), ..."),
+        search: str = typer.Option(None, help="a raw Fast Downward search string"),
         validate: bool = typer.Option(False, "--validate", help="check the plan with the validator"),
         as_json: bool = typer.Option(False, "--json", help="print JSON"),
-        timeout: float = typer.Option(10.0, min=0.1, help="wall-clock limit in seconds"),
+        timeout: str = typer.Option("10", help="wall-clock limit of the whole call in seconds"),
+        max_file_mb: str = typer.Option(None, help="largest input file accepted in MB (default 8)"),
     ) -> None:
         """Plan a task; print the plan (and the validator's verdict)."""
-        import solvers
+        _forward("solve", [domain, problem],
+                 {"--planner": planner, "--alias": alias, "--search": search, "--timeout": timeout,
+                  "--max-file-mb": max_file_mb},
+                 {"--validate": validate, "--json": as_json})
 
-        limits = solvers.Limits(timeout_s=timeout)
-        domain_text, problem_text = domain.read_text(), problem.read_text()
-        result = solvers.plan(domain_text, problem_text, planner=planner, limits=limits)  # type: ignore[arg-type]
-        verdict = None
-        if validate and result.ok:
-            verdict = solvers.validate(domain_text, problem_text, result.plan_text, limits=limits)
-        if as_json:
-            typer.echo(json.dumps({"plan": result.to_dict(), "validation": verdict and verdict.to_dict()}, indent=2))
-        else:
-            typer.echo(f"planner: {result.planner}  category: {result.category.value}  "
-                       f"cost: {result.cost}  wall: {result.wall_s:.3f}s")
-            if result.ok:
-                typer.echo(result.plan_text, nl=False)
-            else:
-                typer.echo(result.output_tail[-800:])
-            if verdict is not None:
-                typer.echo(f"validator: {verdict.validator}  valid: {verdict.valid}  "
-                           f"category: {verdict.category.value}")
-        raise typer.Exit(0 if result.ok and (verdict is None or verdict.valid) else 1)
+    @app.command("validate")
+    def validate_command(
+        domain: str = typer.Argument(..., help="PDDL domain file"),
+        problem: str = typer.Argument(..., help="PDDL problem file"),
+        plan: str = typer.Argument(..., help="plan file (IPC format)"),
+        as_json: bool = typer.Option(False, "--json", help="print JSON"),
+        timeout: str = typer.Option("10", help="wall-clock limit in seconds"),
+        max_file_mb: str = typer.Option(None, help="largest input file accepted in MB (default 8)"),
+    ) -> None:
+        """Check a plan: valid, or the failing step with its unsatisfied precondition, or the unreached goal."""
+        _forward("validate", [domain, problem, plan], {"--timeout": timeout, "--max-file-mb": max_file_mb},
+                 {"--json": as_json})
