@@ -62,12 +62,15 @@ def _read_exact(fd: int, n: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _recv(fd: int) -> dict | None:
+def _recv(fd: int) -> tuple[dict | None, float]:
+    """The next request and when its first byte arrived: the call's time limit runs from then,
+    so reading, decoding and staging a huge request count against it."""
     header = _read_exact(fd, 8)
+    arrived = time.monotonic()
     if header is None:
-        return None
+        return None, arrived
     body = _read_exact(fd, struct.unpack(">Q", header)[0])
-    return None if body is None else json.loads(body)
+    return (None if body is None else json.loads(body)), arrived
 
 
 def _send(fd: int, message: dict) -> None:
@@ -325,7 +328,7 @@ def _pump(pid: int, out_r: int, capture: _Capture, deadline: float):
     return timed_out, status, rusage
 
 
-def _handle(req: dict, root: str, seq: int) -> dict:
+def _handle(req: dict, root: str, seq: int, arrived: float) -> dict:
     calldir = os.path.join(root, f"call-{seq}")
     os.mkdir(calldir, 0o700)
     try:
@@ -338,7 +341,7 @@ def _handle(req: dict, root: str, seq: int) -> dict:
             _child(req, calldir, out_w)
         os.close(out_w)
         capture = _Capture(int(req.get("output_bytes", 1_000_000)))
-        deadline = t0 + float(req["timeout_s"])
+        deadline = arrived + float(req["timeout_s"])
         timed_out, status, rusage = _pump(pid, out_r, capture, deadline)
         if timed_out:
             with contextlib.suppress(ProcessLookupError):
@@ -412,13 +415,13 @@ def main() -> None:
     # attributed to some call.
     mark = time.process_time()
     while True:
-        req = _recv(proto_in)
+        req, arrived = _recv(proto_in)
         if req is None:
             break
         _send(proto_out, {"ack": True})  # lets the client tell "died before the call" from "during it"
         seq += 1
         try:
-            answer = _handle(req, root, seq)
+            answer = _handle(req, root, seq, arrived)
         except Exception as exc:  # a broken request is answered, the worker stays up
             answer = {"ok": False, "error": repr(exc)}
         if config.get("wipe_root"):

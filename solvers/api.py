@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Literal
+from typing import Literal, TypeVar
 
 from solvers import fd, kairos_cli, locate, pddl_check
 from solvers.limits import Limits
@@ -19,6 +19,7 @@ from solvers.pool import get_pool
 from solvers.results import ErrorCategory, PlanResult, ValidationResult
 
 PlannerName = Literal["fd", "temporal"]
+R = TypeVar("R", PlanResult, ValidationResult)
 
 __all__ = ["Limits", "PlannerName", "parse_plan", "plan", "temporal_planner", "validate", "validator_name"]
 
@@ -39,6 +40,44 @@ def _blank_input(domain: str, problem: str, planner: str) -> PlanResult | None:
                                  ("problem.pddl", problem, ErrorCategory.PARSE_ERROR_PROBLEM)):
         if _blank(text):
             return PlanResult(category, planner, message=f"{name}:1:1: the file is empty")
+    return None
+
+
+MAX_MESSAGE = 2_000  # characters of a result's message (the output tail holds the rest)
+MAX_TAIL = 4_000
+MAX_DIAGNOSTICS = 50
+MAX_PLAN_LINE = 100_000
+
+
+def _cap(text: str, limit: int, *, keep_end: bool = False) -> str:
+    if len(text) <= limit:
+        return text
+    return "[...] " + text[-(limit - 6):] if keep_end else text[: limit - 6] + " [...]"
+
+
+def _capped(result: R) -> R:
+    result.message = _cap(result.message, MAX_MESSAGE)
+    result.output_tail = _cap(result.output_tail, MAX_TAIL, keep_end=True)
+    result.diagnostics = [_cap(d, 200) for d in result.diagnostics[:MAX_DIAGNOSTICS]]
+    for name in ("failing_action", "unsatisfied", "unreached_goal", "location"):
+        value = getattr(result, name, None)
+        if isinstance(value, str):
+            setattr(result, name, _cap(value, MAX_MESSAGE))
+    return result
+
+
+def _check_deadline(t0: float, limits: Limits) -> float:
+    """The check may use 80% of the limit: freeing a huge half-parsed task takes a while too, and a
+    task the check cannot read in that time the translator cannot plan in the rest."""
+    return t0 + 0.8 * limits.timeout_s
+
+
+def _overlong_plan_line(text: str) -> int | None:
+    if len(text) <= MAX_PLAN_LINE:
+        return None
+    for number, line in enumerate(text.splitlines(), 1):
+        if len(line) > MAX_PLAN_LINE:
+            return number
     return None
 
 
@@ -71,7 +110,12 @@ def plan(domain: str, problem: str, *, planner: PlannerName = "fd", search: str 
     blank = _blank_input(domain, problem, name)
     if blank is not None:
         return blank
-    error = pddl_check.check(domain, problem)
+    deadline = t0 + limits.timeout_s
+    try:
+        error = pddl_check.check(domain, problem, _check_deadline(t0, limits))
+    except pddl_check.CheckTimeout:
+        return PlanResult(ErrorCategory.SEARCH_TIMEOUT, name, message="wall-clock limit hit in the static check",
+                          wall_s=time.monotonic() - t0)
     if error is not None:
         return PlanResult(error.category, name, message=str(error), diagnostics=[error.code],
                           wall_s=time.monotonic() - t0)
@@ -80,20 +124,21 @@ def plan(domain: str, problem: str, *, planner: PlannerName = "fd", search: str 
             return PlanResult(ErrorCategory.UNSUPPORTED_REQUIREMENT, "fd",
                               message="durative actions need planner='temporal'", wall_s=time.monotonic() - t0)
         request = fd.request(alias, search)  # ValueError for an unknown alias
-        run = pool.request(request, files=files, limits=limits, collect=("sas_plan",))
+        run = pool.request(request, files=files, limits=limits, collect=("sas_plan",), deadline=deadline)
         result = fd.to_result(run, "fd")
     elif temporal_planner() == "popf":
         from solvers import external
 
-        run = pool.request({"kind": "exec", "argv": external.popf_argv(limits)}, files=files, limits=limits)
+        run = pool.request({"kind": "exec", "argv": external.popf_argv(limits)}, files=files, limits=limits,
+                           deadline=deadline)
         result = external.popf_result(run)
     else:
         run = pool.request({"kind": "exec", "argv": kairos_cli.solve_argv(limits)}, files=files, limits=limits,
-                           collect=(kairos_cli.PLAN,))
+                           collect=(kairos_cli.PLAN,), deadline=deadline)
         result = kairos_cli.solve_result(run, "kairos")
     result.sandbox = run.level
-    result.wall_s = time.monotonic() - t0 if run.returncode is None else run.wall_s
-    return result
+    result.wall_s = time.monotonic() - t0  # the whole call: check, staging, translation and search
+    return _capped(result)
 
 
 def validate(domain: str, problem: str, plan_text: str, *, limits: Limits = Limits(),
@@ -102,20 +147,34 @@ def validate(domain: str, problem: str, plan_text: str, *, limits: Limits = Limi
     the failing step and the unsatisfied precondition or the unreached goal; a parse error with
     its file:line:col; an unsupported feature."""
     _check_text(domain=domain, problem=problem, plan_text=plan_text)
+    t0 = time.monotonic()
+    deadline = t0 + limits.timeout_s
     files = {"domain.pddl": domain, "problem.pddl": problem, "plan.txt": plan_text}
     pool = get_pool(sandbox)
     # A plan is never valid on PDDL that is not well-formed, whichever validator would run.
-    error = pddl_check.check(domain, problem)
+    try:
+        error = pddl_check.check(domain, problem, _check_deadline(t0, limits))
+    except pddl_check.CheckTimeout:
+        return ValidationResult(ErrorCategory.SEARCH_TIMEOUT, validator_name(),
+                                message="wall-clock limit hit in the static check", wall_s=time.monotonic() - t0)
     if error is not None:
         return ValidationResult(error.category, validator_name(), location=error.location, message=error.message,
-                                diagnostics=[error.code])
+                                diagnostics=[error.code], wall_s=time.monotonic() - t0)
+    long_line = _overlong_plan_line(plan_text)
+    if long_line is not None:
+        return ValidationResult(ErrorCategory.PARSE_ERROR_PLAN, validator_name(), location=f"plan.txt:{long_line}:1",
+                                message=f"plan line {long_line} is over {MAX_PLAN_LINE:,} characters: not a plan step",
+                                wall_s=time.monotonic() - t0)
     if validator_name() == "val":
         from solvers import external
 
-        run = pool.request({"kind": "exec", "argv": external.val_argv()}, files=files, limits=limits)
+        run = pool.request({"kind": "exec", "argv": external.val_argv()}, files=files, limits=limits,
+                           deadline=deadline)
         result = external.val_result(run, plan_text)
     else:
-        run = pool.request({"kind": "exec", "argv": kairos_cli.validate_argv()}, files=files, limits=limits)
+        run = pool.request({"kind": "exec", "argv": kairos_cli.validate_argv()}, files=files, limits=limits,
+                           deadline=deadline)
         result = kairos_cli.validation_result(run, "kairos")
     result.sandbox = run.level
-    return result
+    result.wall_s = time.monotonic() - t0
+    return _capped(result)

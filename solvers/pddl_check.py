@@ -11,8 +11,13 @@ so it only ever turns a would-be answer into a parse error on PDDL that is defin
 
 from __future__ import annotations
 
-import functools
+import collections
+import copy
+import gc
 import re
+import sys
+import threading
+import time
 from dataclasses import dataclass
 
 from solvers.results import ErrorCategory
@@ -40,14 +45,19 @@ _IMPLIES: dict[str, set[str]] = {
 }
 
 
-class Tok(str):
-    line: int
-    col: int
+Tok = str  # tokens are plain interned strings; their positions live in the parent Node
 
 
 class Node(list):
-    line: int
-    col: int
+    """A parenthesised list; `at` is its own position, `pos[i]` that of child i (line << 32 | col).
+    No per-token objects: a huge task is built and freed fast enough to keep the time limit."""
+
+    __slots__ = ("at", "pos")
+
+    def __init__(self, items: list | tuple = ()) -> None:
+        super().__init__(items)
+        self.at = (1, 1)
+        self.pos: list[int] = []
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,10 @@ class CheckError:
         return f"{self.location}: {self.message} [{self.code}]"
 
 
+class CheckTimeout(Exception):
+    """The deadline passed during the check (a huge domain); the call is out of time."""
+
+
 class _Fail(Exception):
     def __init__(self, error: CheckError):
         self.error = error
@@ -79,29 +93,49 @@ class _Skip(Exception):
     """The text is not something this check understands: leave the verdict to the planner."""
 
 
-def _parse(text: str) -> Node:
+_LEXEME = re.compile(r";[^\n]*|\n|[()]|[^\s()]+")
+
+
+def _parse(text: str, deadline: float | None = None) -> Node:
+    """Nested lists of lower-cased tokens; each token and list knows its (line, col)."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise CheckTimeout
     root = Node()
-    root.line = root.col = 1
     stack = [root]
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.split(";", 1)[0]
-        for m in _TOKEN.finditer(line):
-            value = m.group()
-            if value == "(":
-                node = Node()
-                node.line, node.col = number, m.start() + 1
-                stack[-1].append(node)
-                stack.append(node)
-            elif value == ")":
-                if len(stack) == 1:
-                    raise _Skip
-                stack.pop()
-            else:
-                # The translator splits "?x" off a preceding word; so do we.
-                for i, part in enumerate(value.replace("?", " ?").split()):
-                    tok = Tok(part.lower())
-                    tok.line, tok.col = number, m.start() + 1 + (value.find(part) if i else 0)
-                    stack[-1].append(tok)
+    intern = sys.intern
+    line, line_start = 1, 0
+    for m in _LEXEME.finditer(text):
+        value = m.group()
+        first = value[0]
+        if first == "\n":
+            line, line_start = line + 1, m.end()
+            if deadline is not None and not line % 256 and time.monotonic() > deadline:
+                raise CheckTimeout
+        elif first == ";":
+            continue
+        elif first == "(":
+            node = Node()
+            col = m.start() - line_start + 1
+            node.at = (line, col)
+            parent = stack[-1]
+            parent.append(node)
+            parent.pos.append(line << 32 | col)
+            stack.append(node)
+        elif first == ")":
+            if len(stack) == 1:
+                raise _Skip
+            stack.pop()
+        elif "?" in value[1:]:  # the translator splits "?x" off a preceding word; so do we
+            offset = 0
+            parent = stack[-1]
+            for part in value.replace("?", " ?").split():
+                offset = value.index(part, offset)
+                parent.append(intern(part.lower()))
+                parent.pos.append(line << 32 | (m.start() - line_start + 1 + offset))
+        else:
+            parent = stack[-1]
+            parent.append(intern(value.lower()))
+            parent.pos.append(line << 32 | (m.start() - line_start + 1))
     if len(stack) != 1 or len(root) != 1 or not isinstance(root[0], Node):
         raise _Skip
     top = root[0]
@@ -110,10 +144,16 @@ def _parse(text: str) -> Node:
     return top
 
 
-def _pos(item: Tok | Node, fallback: Node | None = None) -> tuple[int, int]:
-    for x in (item, fallback):
-        if x is not None and hasattr(x, "line"):
-            return x.line, x.col
+def _pos(item: Tok | Node, node: Node | None = None) -> tuple[int, int]:
+    if isinstance(item, Node):
+        return item.at
+    if node is not None:
+        for i, child in enumerate(node):
+            if child is item or (isinstance(child, str) and child == item):
+                if i < len(node.pos):
+                    return node.pos[i] >> 32, node.pos[i] & 0xFFFFFFFF
+                break
+        return node.at
     return 1, 1
 
 
@@ -143,7 +183,8 @@ class _Types:
 
 
 class _Checker:
-    def __init__(self) -> None:
+    def __init__(self, deadline: float | None = None) -> None:
+        self.deadline = deadline
         self.file = DOMAIN_FILE
         self.types = _Types()
         self.typing = False
@@ -155,6 +196,17 @@ class _Checker:
         self.used: dict[str, tuple[int, int, str]] = {}
         self.domain_name = ""
         self.in_effect = False
+
+    def for_problem(self, deadline: float | None) -> _Checker:
+        """A copy for one problem; the cached domain state is never changed."""
+        other = copy.copy(self)
+        other.deadline = deadline
+        other.objects, other.used, other.requirements = {}, dict(self.used), set(self.requirements)
+        return other
+
+    def tick(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise CheckTimeout
 
     # ------------------------------------------------------------ helpers
 
@@ -440,6 +492,7 @@ class _Checker:
                 self.action(s, durative=kind == ":durative-action")
 
     def action(self, s: Node, durative: bool) -> None:
+        self.tick()
         if durative:
             self.use(":durative-actions", s[0], s)
         if len(s) < 2 or not isinstance(s[1], Tok) or len(s) % 2:
@@ -476,7 +529,9 @@ class _Checker:
             for name, kind in self.typed_list(list(s[1:]), s):
                 self.objects[str(name)] = kind
         for s in by_kind.get(":init", []):
-            for fact in s[1:]:
+            for i, fact in enumerate(s[1:]):
+                if not i % 1024:
+                    self.tick()
                 self.init_fact(fact)
         for s in by_kind.get(":goal", []):
             if len(s) != 2:
@@ -531,26 +586,55 @@ LENIENT_REQUIREMENTS = frozenset({":equality", ":negative-preconditions", ":typi
                                   ":universal-preconditions", ":conditional-effects", ":numeric-fluents"})
 
 
-@functools.lru_cache(maxsize=256)
-def check(domain: str, problem: str) -> CheckError | None:
-    """The first definite error of the pair, or None (well-formed, or beyond this check)."""
-    checker = _Checker()
+_DOMAINS: collections.OrderedDict[str, _Checker | CheckError | None] = collections.OrderedDict()
+_DOMAINS_LOCK = threading.Lock()
+_DOMAIN_CACHE_SIZE = 64
+
+
+def _domain_state(domain: str, deadline: float | None) -> _Checker | CheckError | None:
+    """The checked domain (cached by its text: a rollout checks the same domain again and again)."""
+    with _DOMAINS_LOCK:
+        if domain in _DOMAINS:
+            _DOMAINS.move_to_end(domain)
+            return _DOMAINS[domain]
+    checker = _Checker(deadline)
+    state: _Checker | CheckError | None = checker
     try:
-        checker.domain(_parse(domain))
+        checker.domain(_parse(domain, deadline))
     except _Fail as exc:
-        return exc.error
-    except (_Skip, RecursionError):
-        return None
-    except Exception:  # never let the check itself break a call: the planner still judges
-        return None
+        state = exc.error
+    except CheckTimeout:
+        raise
+    except Exception:  # _Skip, RecursionError, or a bug here: never break a call, the planner judges
+        state = None
+    checker.deadline = None
+    with _DOMAINS_LOCK:
+        _DOMAINS[domain] = state
+        while len(_DOMAINS) > _DOMAIN_CACHE_SIZE:
+            _DOMAINS.popitem(last=False)
+    return state
+
+
+def check(domain: str, problem: str, deadline: float | None = None) -> CheckError | None:
+    """The first definite error of the pair, or None (well-formed, or beyond this check).
+    Raises CheckTimeout when time.monotonic() passes `deadline`."""
+    gc_was_on = gc.isenabled()
+    gc.disable()  # the parse makes many small objects and no cycles; collections only cost time
     try:
-        checker.problem(_parse(problem))
+        state = _domain_state(domain, deadline)
+        if not isinstance(state, _Checker):
+            return state
+        checker = state.for_problem(deadline)
+        checker.problem(_parse(problem, deadline))
         checker.used = {k: v for k, v in checker.used.items() if k not in LENIENT_REQUIREMENTS}
         checker.requirements_cover()
     except _Fail as exc:
         return exc.error
-    except (_Skip, RecursionError):
-        return None
+    except CheckTimeout:
+        raise
     except Exception:
         return None
+    finally:
+        if gc_was_on:
+            gc.enable()
     return None

@@ -232,7 +232,9 @@ class WorkerPool:
             self._release(worker, broken=False)
 
     def request(self, request: dict, *, files: dict[str, str | bytes], limits: Limits,
-                collect: tuple[str, ...] = ()) -> RunResult:
+                collect: tuple[str, ...] = (), deadline: float | None = None) -> RunResult:
+        """Run one request. `deadline` (time.monotonic()) bounds the whole call, the staging of
+        the files included; without it the call gets limits.timeout_s from when it is sent."""
         confine = self.level != "none"
         payload = dict(request)
         payload.update(
@@ -254,8 +256,14 @@ class WorkerPool:
             except WorkerError as exc:
                 return RunResult(None, level=self.level, error=str(exc))
             sent_at = time.monotonic()
+            remaining = limits.timeout_s if deadline is None else deadline - sent_at
+            if remaining <= 0:
+                self._release(worker, broken=False)
+                return RunResult(None, level=self.level, timed_out=True,
+                                 error="wall-clock limit hit before the call started")
+            payload["timeout_s"] = remaining
             try:
-                answer = worker.call(payload, sent_at + limits.timeout_s + ANSWER_GRACE_S)
+                answer = worker.call(payload, sent_at + remaining + ANSWER_GRACE_S)
             except WorkerError as exc:
                 self._release(worker, broken=True)
                 # A worker that died while idle is replaced once; a call that broke its worker,
