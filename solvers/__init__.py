@@ -1,12 +1,18 @@
 """Sandboxed planners and validators. Imports no other part of HALO."""
 
+from solvers import cache
 from solvers.api import Limits, parse_plan, plan, temporal_planner, validate, validator_name
 from solvers.pool import shutdown
 from solvers.results import ErrorCategory, PlanResult, PlanStep, ValidationResult, plan_to_text
 from solvers.sandbox import sandbox_level
 from solvers.versions import versions
 
+cache_stats = cache.stats
+configure_cache = cache.configure
+
 __all__ = [
+    "cache_stats",
+    "configure_cache",
     "ErrorCategory",
     "Limits",
     "PlanResult",

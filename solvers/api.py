@@ -8,11 +8,13 @@ Only a bad *argument* (an unknown planner or alias, a non-string text) raises Va
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import time
 from typing import Literal, TypeVar
 
-from solvers import fd, kairos_cli, locate, pddl_check
+from solvers import cache, fd, kairos_cli, locate, pddl_check
 from solvers.limits import Limits
 from solvers.plans import parse_plan
 from solvers.pool import get_pool
@@ -104,6 +106,38 @@ def plan(domain: str, problem: str, *, planner: PlannerName = "fd", search: str 
     if planner not in ("fd", "temporal"):
         raise ValueError(f"planner must be 'fd' or 'temporal', got {planner!r}")
     t0 = time.monotonic()
+    store = cache.current()
+    if store is None:
+        return _plan(domain, problem, planner, search, alias, limits, sandbox, t0)
+    name = "fd" if planner == "fd" else temporal_planner()
+    config = json.dumps(fd.search_args(alias, search)) if planner == "fd" else ""  # ValueError: unknown alias
+    key = store.key("plan", name, _planner_version(name), config, domain, problem)
+    hit = store.get(key)
+    if hit is not None:
+        hit.wall_s = time.monotonic() - t0
+        return hit  # type: ignore[return-value]
+    result = _plan(domain, problem, planner, search, alias, limits, sandbox, t0)
+    store.put(key, result)
+    return result
+
+
+@functools.lru_cache(maxsize=8)
+def _planner_version(name: str) -> str:
+    """What a cached answer depends on besides the texts and the configuration."""
+    from importlib import metadata
+
+    dist = {"fd": "up-fast-downward", "kairos": "kairos-planner"}.get(name)
+    try:
+        version = metadata.version(dist) if dist else ""
+    except metadata.PackageNotFoundError:
+        version = ""
+    binary = {"fd": locate.fd_search_binary, "kairos": locate.kairos_binary, "popf": locate.popf_binary,
+              "val": locate.val_binary}[name]()
+    return f"{name} {version} {binary} {pddl_check.VERSION}"
+
+
+def _plan(domain: str, problem: str, planner: str, search: str | None, alias: str, limits: Limits,
+          sandbox: str | None, t0: float) -> PlanResult:
     pool = get_pool(sandbox)
     files = {"domain.pddl": domain, "problem.pddl": problem}
     name = "fd" if planner == "fd" else temporal_planner()
@@ -148,6 +182,22 @@ def validate(domain: str, problem: str, plan_text: str, *, limits: Limits = Limi
     its file:line:col; an unsupported feature."""
     _check_text(domain=domain, problem=problem, plan_text=plan_text)
     t0 = time.monotonic()
+    store = cache.current()
+    if store is None:
+        return _validate(domain, problem, plan_text, limits, sandbox, t0)
+    name = validator_name()
+    key = store.key("validate", name, _planner_version(name), domain, problem, plan_text)
+    hit = store.get(key)
+    if hit is not None:
+        hit.wall_s = time.monotonic() - t0
+        return hit  # type: ignore[return-value]
+    result = _validate(domain, problem, plan_text, limits, sandbox, t0)
+    store.put(key, result)
+    return result
+
+
+def _validate(domain: str, problem: str, plan_text: str, limits: Limits, sandbox: str | None,
+              t0: float) -> ValidationResult:
     deadline = t0 + limits.timeout_s
     files = {"domain.pddl": domain, "problem.pddl": problem, "plan.txt": plan_text}
     pool = get_pool(sandbox)

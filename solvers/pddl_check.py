@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from solvers.results import ErrorCategory
 
+VERSION = "1"  # part of the result cache's key: bump when the check's verdicts change
 DOMAIN_FILE, PROBLEM_FILE = "domain.pddl", "problem.pddl"
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _TOKEN = re.compile(r"[()]|[^\s()]+")
