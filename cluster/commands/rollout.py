@@ -67,7 +67,9 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(130) from exc
         typer.echo(f"{summary.status}: {summary.committed} new episodes committed ({summary.resumed} already there) "
                    f"in {summary.wall_s:.1f}s, {summary.episodes_per_s:.1f} episodes/s on {summary.workers} workers"
-                   + (f"; {len(summary.quarantined)} tasks quarantined" if summary.quarantined else ""), err=True)
+                   + (f"; {len(summary.quarantined)} tasks quarantined" if summary.quarantined else "")
+                   + (f"; solver cache hit rate {summary.solver_cache_hit_rate:.0%}" if summary.solver_cache.get("hits")
+                      or summary.solver_cache.get("misses") else ""), err=True)
         if summary.message:
             typer.echo(summary.message, err=True)
         print_run_report(job.store, job.run_id)

@@ -117,6 +117,12 @@ class RolloutSummary:
     commit_s: float
     rows_committed: int
     message: str = ""
+    solver_cache: dict[str, float] = field(default_factory=dict)  # hits/misses summed over the workers
+
+    @property
+    def solver_cache_hit_rate(self) -> float:
+        asked = self.solver_cache.get("hits", 0) + self.solver_cache.get("misses", 0)
+        return self.solver_cache.get("hits", 0) / asked if asked else 0.0
 
     @property
     def episodes_per_s(self) -> float:
@@ -175,6 +181,7 @@ class RolloutJob:
         self._stop_reason = ""
         self.startup_s = 0.0
         self._worker_cpu: dict[int, float] = {}  # pid -> CPU seconds of its process tree, last seen
+        self._solver_cache: dict[int, dict] = {}  # pid -> its solvers.cache_stats(), last seen
         self._t_dispatch = self._t_end = 0.0
         self.faults: dict[str, _TaskFaults] = {}
 
@@ -336,6 +343,7 @@ class RolloutJob:
         self._release(ref, state)
         self.peak_rss_mb = max(self.peak_rss_mb, batch.peak_rss_mb)
         self._worker_cpu[batch.worker_pid] = max(self._worker_cpu.get(batch.worker_pid, 0.0), batch.cpu_s)
+        self._solver_cache[batch.worker_pid] = batch.extra.get("solver_cache") or {}
         accepted: list[EpisodeSummary] = []
         discarded = False
         for outcome in batch.outcomes:
@@ -553,6 +561,7 @@ class RolloutJob:
             peak_rss_mb=self.peak_rss_mb, worker_restarts=self.worker_restarts,
             retries=self.stats.retries, backups=self.backups, commits=committer.commits, commit_s=committer.commit_s,
             rows_committed=committer.rows, message=message,
+            solver_cache={k: sum(c.get(k, 0) for c in self._solver_cache.values()) for k in ("hits", "misses")},
         )
 
     def _finish_meta(self, meta: RunMeta, summary: RolloutSummary) -> None:

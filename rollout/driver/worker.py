@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
+import solvers
 from rollout.driver.plan import EpisodeSpec
 from rollout.tasks.base import Task
 from rollout.trajectory import EpisodeRecord
@@ -235,6 +236,7 @@ class RolloutWorker:
             solver_wait_s=self.executor.wait_s, solver_run_s=self.executor.run_s, worker_pid=os.getpid(),
             peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
             cpu_s=_tree_cpu_s() - self._cpu_at_start,
+            extra={"solver_cache": solvers.cache_stats()},
         )
 
 
