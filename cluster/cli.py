@@ -52,7 +52,7 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in FAST_COMMANDS:
         from cluster.commands import solve_cli
 
-        sys.exit(solve_cli.main(sys.argv[1], sys.argv[2:]))
+        sys.exit(solve_cli.one_shot(sys.argv[1], sys.argv[2:]))
     __getattr__("app")()
 
 

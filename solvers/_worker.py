@@ -452,7 +452,8 @@ def main() -> None:
         import fast_downward.translate.main  # noqa: F401  (the point of the worker: import once)
         import fast_downward.translate.options  # noqa: F401
         import fast_downward.translate.pddl_parser  # noqa: F401
-        _warm_translator(root)
+        if config.get("warm_up", True):
+            _warm_translator(root)
     _send(proto_out, {"ready": True, "pid": os.getpid()})
     seq = 0
     # The worker's own CPU for a call is part of what the call costs, next to the child's rusage

@@ -16,10 +16,8 @@ from __future__ import annotations
 import collections
 import contextlib
 import copy
-import hashlib
 import json
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -46,6 +44,8 @@ class ResultCache:
 
     @staticmethod
     def key(*parts: str) -> str:
+        import hashlib  # loads OpenSSL: not on the path of a call with the cache off
+
         digest = hashlib.sha256()
         for part in parts:
             data = part.encode("utf-8", "surrogateescape")
@@ -95,6 +95,8 @@ class ResultCache:
         return self.directory / key[:2] / f"{key}.json"
 
     def _save(self, key: str, result: PlanResult | ValidationResult) -> None:
+        import tempfile
+
         data = {"type": type(result).__name__, "result": result.to_dict()}
         path = self._path(key)
         with contextlib.suppress(OSError):

@@ -73,7 +73,9 @@ class Worker:
             prefix = []
         config = {"root": root, "fd_bin": str(fd_bin) if fd_bin else None, "wipe_root": level == "bwrap",
                   # Outside bwrap the worker's parent is this process (inside, it is bwrap's init).
-                  "parent_pid": None if level == "bwrap" else os.getpid()}
+                  "parent_pid": None if level == "bwrap" else os.getpid(),
+                  # A one-shot process makes one call: warming the translator would cost, not save.
+                  "warm_up": os.environ.get("HALO_SOLVER_WARM_UP", "1") != "0"}
         # -s -S -P: no user site, no site-packages, no script dir on sys.path. Not -I, which would
         # also ignore PYTHONHASHSEED: a fixed seed makes the translator's output (and so the
         # plans) the same in every worker, run after run.

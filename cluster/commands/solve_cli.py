@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -214,3 +215,9 @@ def main(command: str, argv: list[str]) -> int:
     except Exception as exc:  # a bug of ours: say so in one line instead of a traceback
         print(f"halo {command}: internal error: {type(exc).__name__}: {str(exc)[:300]}", file=sys.stderr)
         return 3
+
+
+def one_shot(command: str, argv: list[str]) -> int:
+    """`halo solve|validate` as its own process: one call, so the worker skips its warm-up."""
+    os.environ.setdefault("HALO_SOLVER_WARM_UP", "0")
+    return main(command, argv)
