@@ -1,21 +1,30 @@
 """Solver speed: the sandboxed fast path against the stock Fast Downward driver.
 
-Prints per-call medians and three ratios, all measured in this one run:
+Prints per-call medians and these ratios, all measured in this one run:
   1. speed-up  = stock driver / sandboxed fast path, median of per-instance ratios over the
-                 PlanBench blocksworld instances (target >= 4x), plan costs identical;
+                 PlanBench blocksworld instances (target >= 5x), plan costs identical;
   2. overhead  = fast path with the sandbox / the same path without it (target <= 1.10x);
   3. scaling   = throughput of 2 worker processes / 1 worker process (target >= 1.8x on an idle
-                 machine with >= 2 free cores).
+                 machine with >= 2 free cores);
+  4. one-shot  = a fresh `halo solve` process per call / the stock driver per call, median of
+                 per-call ratios (target <= 1.2x);
+  5. cache     = episodes/s of the CPU-bound rollout job (llm_backend=sim, 2 workers) with the
+                 result cache on / off, and its hit rate (reported, no target).
 
-    python benchmarks/solvers.py [--instances 60] [--repeats 3] [--json]
+    python benchmarks/solvers.py [--instances 60] [--repeats 3] [--one-shot 12] [--rollout-episodes 120]
+                                 [--quick] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -106,13 +115,81 @@ def bwrap_start_ms(samples: int = 15) -> float | None:
     return statistics.median(times) * 1000
 
 
+def halo_argv() -> list[str]:
+    """The installed `halo` console script (what a user runs), else `python -m cluster.cli`."""
+    script = Path(sys.executable).with_name("halo")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "cluster.cli"]
+
+
+def one_shot(domain_path: Path, instances: list[Path], domain: str) -> tuple[list[float], list[float]]:
+    """Per call: a fresh `halo solve` process, then the stock driver (interleaved)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("HALO_SOLVER_CACHE", None)
+    halo_s, stock_s = [], []
+    for path in instances:
+        t0 = time.perf_counter()
+        proc = subprocess.run([*halo_argv(), "solve", str(domain_path), str(path), "--timeout", "60"],
+                              capture_output=True, text=True, env=env, check=False)
+        halo_s.append(time.perf_counter() - t0)
+        if proc.returncode != 0:
+            raise SystemExit(f"halo solve failed on {path.name}: {proc.stdout[-500:]}{proc.stderr[-500:]}")
+        stock_s.append(stock_call(domain, path.read_text())[0])
+    return halo_s, stock_s
+
+
+def rollout_job(episodes: int) -> None:
+    """One CPU-bound rollout job (simulated LLM world) on a 2-CPU local Ray; prints JSON."""
+    import ray
+
+    from rollout.driver import RolloutConfig, RolloutJob
+
+    # address="local": a fresh cluster of our own, never one another process left running.
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    store = tempfile.mkdtemp(prefix="halo-bench-cache-")
+    try:
+        summary = RolloutJob(RolloutConfig(store_url=store, tasks="planbench:all", episodes=episodes, replicas=2,
+                                           run_id="cache-bench", progress=False)).run()
+    finally:
+        ray.shutdown()
+        shutil.rmtree(store, ignore_errors=True)
+    print(json.dumps({"episodes_per_s": summary.run_s and summary.committed / summary.run_s,
+                      "committed": summary.committed, "run_s": summary.run_s,
+                      "hits": summary.solver_cache.get("hits", 0), "misses": summary.solver_cache.get("misses", 0),
+                      "hit_rate": summary.solver_cache_hit_rate}))
+
+
+def rollout_with_and_without_cache(episodes: int) -> dict[str, dict]:
+    out = {}
+    for label, setting in (("off", "0"), ("on", "1")):
+        env = dict(os.environ, PYTHONPATH=str(ROOT), HALO_SOLVER_CACHE=setting)
+        proc = subprocess.run([sys.executable, __file__, "--rollout-job", str(episodes)], capture_output=True,
+                              text=True, env=env, check=False)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            raise SystemExit(f"rollout job (cache {label}) failed: {proc.stderr[-1500:]}")
+        out[label] = json.loads(lines[-1])
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, default=60)
     parser.add_argument("--repeats", type=int, default=3, help="fast-path calls per instance and level")
     parser.add_argument("--rounds", type=int, default=2, help="passes over the instances per throughput run")
+    parser.add_argument("--one-shot", type=int, default=12, help="one-shot `halo solve` calls (0: skip)")
+    parser.add_argument("--rollout-episodes", type=int, default=120,
+                        help="episodes per rollout job for the cache figure (0: skip)")
+    parser.add_argument("--quick", action="store_true", help="a few minutes: 12 instances, 2 repeats, 6 one-shot "
+                                                             "calls, 40 rollout episodes")
+    parser.add_argument("--rollout-job", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="also print the numbers as JSON")
     args = parser.parse_args()
+    if args.rollout_job:
+        rollout_job(args.rollout_job)
+        return
+    if args.quick:
+        args.instances, args.repeats, args.rounds = min(args.instances, 12), 2, 1
+        args.one_shot, args.rollout_episodes = min(args.one_shot, 6), min(args.rollout_episodes, 40)
 
     level = solvers.sandbox_level()
     domain, instances = load(args.instances)
@@ -142,6 +219,11 @@ def main() -> None:
     two = throughput(level, 2, domain, instances, args.rounds)
 
     bwrap_ms = bwrap_start_ms()
+    files = sorted((DATA / "instances").glob("instance-*.pddl"), key=lambda p: int(p.stem.split("-")[1]))
+    shot_halo, shot_stock = one_shot(DATA / "domain.pddl", files[: args.one_shot], domain) if args.one_shot \
+        else ([], [])
+    shot = statistics.median(h / s for h, s in zip(shot_halo, shot_stock, strict=True)) if shot_halo else None
+    jobs = rollout_with_and_without_cache(args.rollout_episodes) if args.rollout_episodes else None
     speedup = statistics.median(ratios)
     overhead = statistics.median(fast_s) / statistics.median(bare_s)
     scaling = two / one
@@ -154,18 +236,34 @@ def main() -> None:
         (f"throughput, 1 worker ({level})", f"{one:8.1f} calls/s"),
         (f"throughput, 2 workers ({level})", f"{two:8.1f} calls/s"),
     ]
+    if shot_halo:
+        rows += [("one-shot `halo solve` (fresh process per call)",
+                  f"{statistics.median(shot_halo) * 1000:8.1f} ms/call"),
+                 ("stock driver, same calls", f"{statistics.median(shot_stock) * 1000:8.1f} ms/call")]
+    if jobs:
+        rows += [(f"rollout job, cache off ({args.rollout_episodes} episodes, sim)",
+                  f"{jobs['off']['episodes_per_s']:8.2f} episodes/s"),
+                 ("rollout job, cache on", f"{jobs['on']['episodes_per_s']:8.2f} episodes/s"),
+                 ("  solver cache hit rate (hits / calls)",
+                  f"{jobs['on']['hit_rate']:8.1%} ({jobs['on']['hits']}/{jobs['on']['hits'] + jobs['on']['misses']})")]
     checks = [
-        ("1. speed-up vs stock driver (median of per-instance ratios)", speedup, ">= 4.00", speedup >= 4.0),
+        ("1. speed-up vs stock driver (median of per-instance ratios)", speedup, ">= 5.00", speedup >= 5.0),
         ("2. sandbox overhead (with / without)", overhead, "<= 1.10", overhead <= 1.10),
         ("3. throughput 2 workers / 1 worker", scaling, ">= 1.80", scaling >= 1.8),
     ]
+    if shot is not None:
+        checks.append(("4. one-shot halo solve / stock driver (per call)", shot, "<= 1.20", shot <= 1.2))
+    if jobs:
+        gain = jobs["on"]["episodes_per_s"] / jobs["off"]["episodes_per_s"]
+        checks.append(("5. rollout episodes/s, cache on / off (reported)", gain, "-", True))
     print(f"PlanBench blocksworld, {len(instances)} instances, lama-first, {args.repeats} fast calls per instance")
     print("-" * 78)
     for label, value in rows:
         print(f"{label:<52}{value:>26}")
     print("-" * 78)
     for label, value, target, met in checks:
-        print(f"{label:<58}{value:7.2f}x  {target:<8} {'met' if met else 'NOT met'}")
+        verdict = "reported" if target == "-" else ("met" if met else "NOT met")
+        print(f"{label:<58}{value:7.2f}x  {target:<8} {verdict}")
     print("-" * 78)
     print(f"plan costs identical to the stock driver: {'yes' if not mismatches else f'NO {mismatches[:5]}'}")
     if args.json:
@@ -173,7 +271,8 @@ def main() -> None:
                           "stock_ms": statistics.median(stock_s) * 1000, "fast_ms": statistics.median(fast_s) * 1000,
                           "bare_ms": statistics.median(bare_s) * 1000,
                           "bwrap_start_ms": bwrap_ms, "throughput_1": one, "throughput_2": two,
-                          "sandbox": level, "instances": len(instances), "costs_identical": not mismatches}))
+                          "sandbox": level, "instances": len(instances), "costs_identical": not mismatches,
+                          "one_shot_ratio": shot, "rollout_cache": jobs}))
     if mismatches:
         raise SystemExit(1)
 

@@ -1,41 +1,38 @@
-"""Sandboxed planners and validators. Imports no other part of HALO."""
+"""Sandboxed planners and validators. Imports no other part of HALO.
 
-from solvers import cache
-from solvers.api import Limits, parse_plan, plan, temporal_planner, validate, validator_name
-from solvers.pool import shutdown
-from solvers.results import ErrorCategory, PlanResult, PlanStep, ValidationResult, plan_to_text
-from solvers.sandbox import sandbox_level
+The names below load their modules on first use (PEP 562), so `import solvers.pool` alone, as
+a one-shot `halo solve` does to start its worker early, does not pay for the rest.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    "Limits": "solvers.api", "parse_plan": "solvers.api", "plan": "solvers.api",
+    "temporal_planner": "solvers.api", "validate": "solvers.api", "validator_name": "solvers.api",
+    "shutdown": "solvers.pool",
+    "ErrorCategory": "solvers.results", "PlanResult": "solvers.results", "PlanStep": "solvers.results",
+    "ValidationResult": "solvers.results", "plan_to_text": "solvers.results",
+    "sandbox_level": "solvers.sandbox",
+    "versions": "solvers.versions",
+    "cache_stats": ("solvers.cache", "stats"), "configure_cache": ("solvers.cache", "configure"),
+}
+
+__all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str) -> object:
-    # versions() needs importlib.metadata and subprocesses: loaded on first use, so a one-shot
-    # `halo solve` does not pay for it.
-    if name == "versions":
-        from solvers.versions import versions
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'solvers' has no attribute {name!r}")
+    module, attr = where if isinstance(where, tuple) else (where, name)
+    value = getattr(importlib.import_module(module), attr)
+    # Set after the import: importing solvers.versions binds the submodule to this name first.
+    globals()[name] = value
+    return value
 
-        globals()["versions"] = versions
-        return versions
-    raise AttributeError(f"module 'solvers' has no attribute {name!r}")
 
-
-cache_stats = cache.stats
-configure_cache = cache.configure
-
-__all__ = [
-    "cache_stats",
-    "configure_cache",
-    "ErrorCategory",
-    "Limits",
-    "PlanResult",
-    "PlanStep",
-    "ValidationResult",
-    "parse_plan",
-    "plan",
-    "plan_to_text",
-    "sandbox_level",
-    "shutdown",
-    "temporal_planner",
-    "validate",
-    "validator_name",
-    "versions",
-]
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})

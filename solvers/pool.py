@@ -31,6 +31,7 @@ from solvers.sandbox import (
     SANDBOX_WORK_ROOT,
     RunResult,
     bwrap_argv,
+    note_bwrap_works,
     python_runtime,
     sandbox_level,
     scrubbed_env,
@@ -91,6 +92,8 @@ class Worker:
             self.kill()
             raise WorkerError(f"solver worker failed to start ({level}): {exc}; {self.stderr_tail()}") from None
         self.pid = hello.get("pid")
+        if level == "bwrap":
+            note_bwrap_works()
 
     def stderr_tail(self) -> str:
         try:

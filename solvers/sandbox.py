@@ -107,12 +107,27 @@ def _probe_bwrap() -> bool:
     return proc.returncode == 0
 
 
+_bwrap_proven = False
+
+
+def note_bwrap_works() -> None:
+    """A worker came up inside bubblewrap: that is the probe's question answered, so the
+    process need not start a probe sandbox of its own (a one-shot `halo solve` saves it)."""
+    global _bwrap_proven
+    _bwrap_proven = True
+
+
+def bwrap_forced_off() -> bool:
+    return os.environ.get("HALO_SANDBOX", "").strip().lower() in ("rlimits", "none")
+
+
 def sandbox_level() -> str:
     """The level in force for solver calls: "bwrap" when bubblewrap works here, else "rlimits".
     HALO_SANDBOX=rlimits forces the weaker level (e.g. inside a container that forbids userns)."""
-    forced = os.environ.get("HALO_SANDBOX", "").strip().lower()
-    if forced in ("rlimits", "none"):
+    if bwrap_forced_off():
         return "rlimits"
+    if _bwrap_proven:
+        return "bwrap"
     return "bwrap" if _probe_bwrap() else "rlimits"
 
 

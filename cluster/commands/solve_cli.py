@@ -11,6 +11,7 @@ Exit codes: 0 solved (and valid) / plan valid, 1 any other verdict or an input f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -158,6 +159,7 @@ def run_solve(args: argparse.Namespace) -> int:
     if error:
         return _input_error(args.as_json, "plan", error, {"validation": None})
     domain, problem = texts
+    _worker_ready(t0 + args.timeout)
     remaining = max(0.05, args.timeout - (time.monotonic() - t0))
     result = solvers.plan(domain, problem, planner=args.planner, alias=args.alias or "lama-first",
                           search=args.search, limits=solvers.Limits(timeout_s=remaining))
@@ -186,6 +188,7 @@ def run_validate(args: argparse.Namespace) -> int:
     if error:
         return _input_error(args.as_json, "validation", error)
     domain, problem, plan = texts
+    _worker_ready(t0 + args.timeout)
     remaining = max(0.05, args.timeout - (time.monotonic() - t0))
     verdict = solvers.validate(domain, problem, plan, limits=solvers.Limits(timeout_s=remaining))
     verdict.wall_s = time.monotonic() - t0
@@ -218,6 +221,39 @@ def main(command: str, argv: list[str]) -> int:
 
 
 def one_shot(command: str, argv: list[str]) -> int:
-    """`halo solve|validate` as its own process: one call, so the worker skips its warm-up."""
+    """`halo solve|validate` as its own process. It makes one call (two with --validate), so it
+    keeps one worker, lets it skip the translator warm-up, and starts it at once: the sandbox
+    and the worker's Python come up on one core while this process imports, parses and reads
+    its files on the other."""
     os.environ.setdefault("HALO_SOLVER_WARM_UP", "0")
+    os.environ.setdefault("HALO_SOLVER_WORKERS", "1")
+    if not {"-h", "--help"} & set(argv):
+        _start_worker()
     return main(command, argv)
+
+
+_warming: Any = None  # the thread starting the one-shot worker
+
+
+def _start_worker() -> None:
+    global _warming
+    import threading
+
+    _warming = threading.Thread(target=_warm, daemon=True, name="halo-solve-warm")
+    _warming.start()
+
+
+def _warm() -> None:
+    """Start the worker; straight inside bubblewrap when it is installed and not turned off
+    (its start proves bwrap works, so no separate probe runs). If that fails, the call goes
+    the usual way: probe, then the level in force."""
+    with contextlib.suppress(Exception):
+        from solvers import pool, sandbox
+
+        level = "bwrap" if sandbox.bwrap_path() and not sandbox.bwrap_forced_off() else None
+        pool.get_pool(level).warm(1)
+
+
+def _worker_ready(deadline: float) -> None:
+    if _warming is not None:
+        _warming.join(max(0.0, deadline - time.monotonic()))
