@@ -152,7 +152,7 @@ def _plan(domain: str, problem: str, planner: str, search: str | None, alias: st
                           wall_s=time.monotonic() - t0)
     if error is not None:
         return PlanResult(error.category, name, message=str(error), diagnostics=[error.code],
-                          wall_s=time.monotonic() - t0)
+                          output_tail=error.diagnostic, wall_s=time.monotonic() - t0)
     if planner == "fd":
         if fd.is_temporal(domain):
             return PlanResult(ErrorCategory.UNSUPPORTED_REQUIREMENT, "fd",
@@ -209,7 +209,7 @@ def _validate(domain: str, problem: str, plan_text: str, limits: Limits, sandbox
                                 message="wall-clock limit hit in the static check", wall_s=time.monotonic() - t0)
     if error is not None:
         return ValidationResult(error.category, validator_name(), location=error.location, message=error.message,
-                                diagnostics=[error.code], wall_s=time.monotonic() - t0)
+                                diagnostics=[error.code], output_tail=error.diagnostic, wall_s=time.monotonic() - t0)
     long_line = _overlong_plan_line(plan_text)
     if long_line is not None:
         return ValidationResult(ErrorCategory.PARSE_ERROR_PLAN, validator_name(), location=f"plan.txt:{long_line}:1",

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from solvers.results import ErrorCategory
 
-VERSION = "1"  # part of the result cache's key: bump when the check's verdicts change
+VERSION = "2"  # part of the result cache's key: bump when the check's verdicts change
 DOMAIN_FILE, PROBLEM_FILE = "domain.pddl", "problem.pddl"
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _TOKEN = re.compile(r"[()]|[^\s()]+")
@@ -79,6 +79,12 @@ class CheckError:
 
     def __str__(self) -> str:
         return f"{self.location}: {self.message} [{self.code}]"
+
+    @property
+    def diagnostic(self) -> str:
+        """The line in Kairos' diagnostic format (`FILE:LINE:COL: error: MESSAGE [family.code]`,
+        the same codes as `kairos check`), so readers of validator output see one format."""
+        return f"{self.location}: error: {self.message} [{self.code}]"
 
 
 class CheckTimeout(Exception):
@@ -234,7 +240,7 @@ class _Checker:
     def check_type_declared(self, tok: Tok | Node, node: Node) -> None:
         self.use(":typing", tok, node)
         if not self.types.declared(tok):
-            self.fail(tok, "check.undeclared_type", f"undeclared type '{tok}'", node)
+            self.fail(tok, "semantic.unknown_type", f"undeclared type '{tok}'", node)
 
     def typed_list(self, items: list, node: Node, *, declare_types: bool = False) -> list[tuple[Tok, tuple[str, ...]]]:
         out: list[tuple[Tok, tuple[str, ...]]] = []
@@ -294,7 +300,7 @@ class _Checker:
         assert isinstance(tok, Tok)
         if tok.startswith("?"):
             if tok not in env:
-                self.fail(tok, "check.unbound_variable", f"variable '{tok}' is not a parameter here", node)
+                self.fail(tok, "semantic.unbound_variable", f"variable '{tok}' is not a parameter here", node)
             return env[tok]
         if _NUMBER.match(tok):
             return None
@@ -303,13 +309,13 @@ class _Checker:
         if tok in self.objects:
             return self.objects[tok]
         what = "constant" if self.file == DOMAIN_FILE else "object"
-        self.fail(tok, f"check.undeclared_{what}", f"undeclared {what} '{tok}'", node)
+        self.fail(tok, "semantic.unknown_object", f"undeclared {what} '{tok}'", node)
         return None
 
     def args(self, node: Node, signature: list[tuple[str, ...]], kind: str, env: dict) -> None:
         head, args = node[0], node[1:]
         if len(args) != len(signature):
-            self.fail(head, "check.wrong_arity",
+            self.fail(head, "semantic.arity_mismatch",
                       f"{kind} '{head}' takes {len(signature)} argument(s), got {len(args)}", node)
         for arg, want in zip(args, signature, strict=True):
             have = self.term_type(arg, env, node)
@@ -317,7 +323,7 @@ class _Checker:
                 continue
             ok = self.types.compatible(have, want) if str(arg).startswith("?") else self.types.subtype(have, want)
             if not ok:
-                self.fail(arg, "check.wrong_type", f"argument '{arg}' of {kind} '{head}' is of type "
+                self.fail(arg, "semantic.type_mismatch", f"argument '{arg}' of {kind} '{head}' is of type "
                           f"{'/'.join(have)}, not {'/'.join(want)}", node)
 
     def atom(self, node: Node, env: dict) -> None:
@@ -325,7 +331,7 @@ class _Checker:
         if not isinstance(head, Tok):
             raise _Skip
         if head not in self.predicates:
-            self.fail(head, "check.undeclared_predicate", f"undeclared predicate '{head}'", node)
+            self.fail(head, "semantic.unknown_predicate", f"undeclared predicate '{head}'", node)
         self.args(node, self.predicates[head], "predicate", env)
 
     def fexp(self, item: object, env: dict, node: Node) -> None:
@@ -334,7 +340,7 @@ class _Checker:
             if item.startswith("?"):
                 self.term_type(item, env, node)
             elif item != "#t" and not _NUMBER.match(item):
-                self.fail(item, "check.bad_number", f"'{item}' is not a number or a function term", node)
+                self.fail(item, "semantic.bad_number", f"'{item}' is not a number or a function term", node)
             return
         if not isinstance(item, Node) or not item:
             raise _Skip
@@ -354,7 +360,7 @@ class _Checker:
         if head in _BUILTIN_FUNCTIONS and len(node) == 1:
             return
         if head not in self.functions:
-            self.fail(head, "check.undeclared_function", f"undeclared function '{head}'", node)
+            self.fail(head, "semantic.unknown_function", f"undeclared function '{head}'", node)
         self.use(":action-costs" if head == "total-cost" else ":numeric-fluents", head, node)
         self.args(node, self.functions[head], "function", env)
 
@@ -485,7 +491,7 @@ class _Checker:
             head = s[1]
             env = self.variables(Node(head[1:]), head)
             if self.kinds(head[1:], head) != self.predicates[str(head[0])]:
-                self.fail(head[0], "check.wrong_arity",
+                self.fail(head[0], "semantic.arity_mismatch",
                           f"derived predicate '{head[0]}' does not match its declaration", head)
             self.gd(s[2], env)
         for kind in (":action", ":durative-action"):
@@ -522,7 +528,7 @@ class _Checker:
             by_kind.setdefault(str(s[0]), []).append(s)
         for s in by_kind.get(":domain", []):
             if len(s) == 2 and isinstance(s[1], Tok) and s[1] != self.domain_name:
-                self.fail(s[1], "check.domain_mismatch",
+                self.fail(s[1], "semantic.domain_name_mismatch",
                           f"the problem is for domain '{s[1]}', but the domain is '{self.domain_name}'", s)
         for s in by_kind.get(":requirements", []):
             self.requirements.update(str(x) for x in s[1:])
@@ -576,7 +582,7 @@ class _Checker:
             granted |= _IMPLIES.get(flag, set())
         for flag, (line, col, file) in self.used.items():
             if flag not in granted:
-                raise _Fail(CheckError(file, line, col, "check.missing_requirement",
+                raise _Fail(CheckError(file, line, col, "semantic.missing_requirement",
                                        f"uses {flag.lstrip(':')} but :requirements does not declare {flag}"))
 
 

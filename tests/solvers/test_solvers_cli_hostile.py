@@ -128,7 +128,7 @@ def test_hostile_files_and_options_never_give_a_traceback(hostile):
             problems.append(f"no {needle!r}")
         if SECRET in out:
             problems.append("echoed the private file")
-        if wall > LIMIT_S + 25:  # process start under load; a hang would hit subprocess's timeout
+        if wall > LIMIT_S + 10:  # the limit plus process start on a loaded machine; a FIFO used to hang
             problems.append(f"took {wall:.1f}s")
         if problems:
             failures.append(f"{name}: {', '.join(problems)}\n{out[-600:]}")

@@ -42,26 +42,26 @@ PLAN = """(drive v1 depot home)
 # (name, domain, problem, category, code, the symbol the message must name)
 BROKEN = [
     ("undeclared-predicate-in-init", DOMAIN, PROBLEM.replace("(at p2 shop)", "(at p2 shop) (sunny home)"),
-     ErrorCategory.PARSE_ERROR_PROBLEM, "check.undeclared_predicate", "sunny"),
+     ErrorCategory.PARSE_ERROR_PROBLEM, "semantic.unknown_predicate", "sunny"),
     ("undeclared-predicate-in-goal", DOMAIN, PROBLEM.replace("(at p2 depot))", "(at p2 depot) (sunny home))"),
-     ErrorCategory.PARSE_ERROR_PROBLEM, "check.undeclared_predicate", "sunny"),
+     ErrorCategory.PARSE_ERROR_PROBLEM, "semantic.unknown_predicate", "sunny"),
     ("wrong-arity-in-init", DOMAIN, PROBLEM.replace("(at p1 home)", "(at p1)"),
-     ErrorCategory.PARSE_ERROR_PROBLEM, "check.wrong_arity", "at"),
+     ErrorCategory.PARSE_ERROR_PROBLEM, "semantic.arity_mismatch", "at"),
     ("wrong-arity-in-action", DOMAIN.replace(":precondition (at-van ?v ?from)", ":precondition (at-van ?v)"),
-     PROBLEM, ErrorCategory.PARSE_ERROR_DOMAIN, "check.wrong_arity", "at-van"),
+     PROBLEM, ErrorCategory.PARSE_ERROR_DOMAIN, "semantic.arity_mismatch", "at-van"),
     ("undeclared-type", DOMAIN, PROBLEM.replace("v1 - van", "v1 - truck"),
-     ErrorCategory.PARSE_ERROR_PROBLEM, "check.undeclared_type", "truck"),
+     ErrorCategory.PARSE_ERROR_PROBLEM, "semantic.unknown_type", "truck"),
     ("undeclared-object", DOMAIN, PROBLEM.replace("(at p2 shop)", "(at p3 shop)"),
-     ErrorCategory.PARSE_ERROR_PROBLEM, "check.undeclared_object", "p3"),
+     ErrorCategory.PARSE_ERROR_PROBLEM, "semantic.unknown_object", "p3"),
     ("wrong-type", DOMAIN, PROBLEM.replace("(at p2 shop)", "(at v1 shop)"),
-     ErrorCategory.PARSE_ERROR_PROBLEM, "check.wrong_type", "v1"),
+     ErrorCategory.PARSE_ERROR_PROBLEM, "semantic.type_mismatch", "v1"),
     ("mismatched-domain-name", DOMAIN, PROBLEM.replace("(:domain courier)", "(:domain logistics)"),
-     ErrorCategory.PARSE_ERROR_PROBLEM, "check.domain_mismatch", "logistics"),
+     ErrorCategory.PARSE_ERROR_PROBLEM, "semantic.domain_name_mismatch", "logistics"),
     ("undeclared-predicate-in-effect",
      DOMAIN.replace("(in ?x ?v)))\n  (:action unload", "(held ?x)))\n  (:action unload"), PROBLEM,
-     ErrorCategory.PARSE_ERROR_DOMAIN, "check.undeclared_predicate", "held"),
+     ErrorCategory.PARSE_ERROR_DOMAIN, "semantic.unknown_predicate", "held"),
     ("unbound-variable", DOMAIN.replace(":precondition (at-van ?v ?from)", ":precondition (at-van ?w ?from)"),
-     PROBLEM, ErrorCategory.PARSE_ERROR_DOMAIN, "check.unbound_variable", "?w"),
+     PROBLEM, ErrorCategory.PARSE_ERROR_DOMAIN, "semantic.unbound_variable", "?w"),
     ("derived-without-requirement", DOMAIN.replace("(:action drive", "(:derived (at ?x - parcel ?p - place) "
                                                    "(in ?x v1))\n  (:action drive"),
      PROBLEM, ErrorCategory.PARSE_ERROR_DOMAIN, None, None),
@@ -119,9 +119,9 @@ def test_the_check_covers_features_of_the_ipc_fixtures():
     assert pddl_check.check(domain, problem) is None
     broken = domain.replace("(con ?x side2 ?y ?sy)", "(con ?x side2 ?y)", 1)
     error = pddl_check.check(broken, problem)
-    assert error is not None and error.code == "check.wrong_arity"
+    assert error is not None and error.code == "semantic.arity_mismatch"
     elevators = (IPC / "elevators" / "domain.pddl").read_text()
     problem = (IPC / "elevators" / "p01.pddl").read_text()
     assert pddl_check.check(elevators, problem) is None
     error = pddl_check.check(elevators, problem.replace("(= (total-cost) 0)", "(= (total-kost) 0)"))
-    assert error is not None and error.code == "check.undeclared_function", error
+    assert error is not None and error.code == "semantic.unknown_function", error
