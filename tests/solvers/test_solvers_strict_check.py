@@ -125,3 +125,18 @@ def test_the_check_covers_features_of_the_ipc_fixtures():
     assert pddl_check.check(elevators, problem) is None
     error = pddl_check.check(elevators, problem.replace("(= (total-cost) 0)", "(= (total-kost) 0)"))
     assert error is not None and error.code == "semantic.unknown_function", error
+
+
+@pytest.mark.parametrize("name", ["depots", "logistics", "mystery_blocksworld", "obfuscated_deceptive_logistics"])
+def test_planbench_tasks_keep_their_verdicts(name):
+    """Well-formed PlanBench PDDL (typed, untyped, obfuscated names) still plans, its plan is still
+    valid and a corrupted plan still invalid at the same step: the check changes no verdict."""
+    folder = FIXTURES / "planbench-check" / name
+    domain, problem = (folder / "domain.pddl").read_text(), (folder / "instance-2.pddl").read_text()
+    assert pddl_check.check(domain, problem) is None
+    result = solvers.plan(domain, problem, limits=solvers.Limits(timeout_s=30))
+    assert result.ok, result.message
+    assert solvers.validate(domain, problem, result.plan_text).valid
+    doubled = [result.plan[0], *result.plan]
+    bad = solvers.validate(domain, problem, solvers.plan_to_text(doubled))
+    assert bad.category is ErrorCategory.PLAN_INVALID and bad.failing_step == 2, bad
