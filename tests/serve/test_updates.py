@@ -12,8 +12,8 @@ from trickle import Trickle
 
 
 @pytest.fixture(scope="module")
-def client(cluster, auth):
-    with httpx.Client(base_url=cluster.url, headers=auth, timeout=60) as c:
+def client(cluster, admin_auth):
+    with httpx.Client(base_url=cluster.url, headers=admin_auth, timeout=60) as c:
         yield c
 
 
