@@ -215,6 +215,9 @@ class GuardMiddleware:
         t0 = time.perf_counter()
         path = _route_path(scope)
         headers = dict(scope.get("headers") or [])
+        # Serve's own middleware sets X-Request-ID (from the client's header, else a new one) and
+        # echoes it in the answer; the guard adds it only where no such middleware ran.
+        echo = b"x-request-id" not in headers
         request_id = _header_text(headers.get(b"x-request-id"), _REQUEST_ID) or uuid.uuid4().hex
         trace = _header_text(headers.get(b"traceparent"), _TRACEPARENT)
         state = scope.setdefault("state", {})
@@ -226,8 +229,9 @@ class GuardMiddleware:
             nonlocal status, started
             if message["type"] == "http.response.start":
                 status, started = message["status"], True
-                message = {**message, "headers": [*message.get("headers", []),
-                                                  (b"x-request-id", request_id.encode())]}
+                if echo:
+                    message = {**message, "headers": [*message.get("headers", []),
+                                                      (b"x-request-id", request_id.encode())]}
             try:
                 await send(message)
             except OSError as exc:  # the client closed the connection under us

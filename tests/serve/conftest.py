@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from serve_synthetic import MAP_V1, MAP_V2, train_version  # noqa: E402
 
 API_KEY = "test-key-0123456789"
+STALL_KEY = "staller=stall-key-0123456789"  # a second decision key, for the stalled-clients test
 ADMIN_KEY = "ops=admin-key-0123456789"  # NAME=KEY: metrics and logs show "ops"
 
 
@@ -97,9 +98,10 @@ def cluster(models, tmp_path_factory) -> Iterator[Cluster]:
     _direct_ingress_port_range()
     store = tmp_path_factory.mktemp("store")
     main_cfg = ServeConfig(model=str(models.v1), port=port, app_name="main", route_prefix="/", num_replicas=2,
-                           replica_num_cpus=0, api_keys=[API_KEY], admin_api_keys=[ADMIN_KEY], max_body_bytes=64_000,
+                           replica_num_cpus=0, api_keys=[API_KEY, STALL_KEY], admin_api_keys=[ADMIN_KEY],
+                           max_body_bytes=64_000, max_inflight_per_client=12, body_timeout_s=5,
                            feedback_store=str(store), registry_name="reg-main", sync_interval_s=0.2,
-                           max_ongoing_requests=16, max_queued_requests=64)
+                           max_ongoing_requests=32, max_queued_requests=64)
     tight_cfg = ServeConfig(model=str(models.v1), port=port, app_name="tight", route_prefix="/tight",
                             num_replicas=1, replica_num_cpus=0, registry_name="reg-tight",
                             max_ongoing_requests=1, max_queued_requests=1, retry_after_s=2,
