@@ -81,8 +81,13 @@ class DecisionAPI(FastAPI):
         schema.setdefault("components", {}).setdefault("securitySchemes", {})["bearerAuth"] = {
             "type": "http", "scheme": "bearer",
             "description": "required on all routes but the probes when API keys are configured"}
+        # What this replica's guard enforces: no keys, no security; open paths (probes, a public
+        # /metrics) need none.
+        settings = ActiveGuard.settings
+        open_paths = settings.open_paths if settings is not None else {"/healthz", "/readyz"}
+        keys_on = settings is None or settings.keys.enabled
         for path, ops in schema.get("paths", {}).items():
-            if path not in ("/healthz", "/readyz"):
+            if keys_on and path not in open_paths:
                 for op in ops.values():
                     op["security"] = [{"bearerAuth": []}]
         self.openapi_schema = schema
