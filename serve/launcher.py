@@ -56,7 +56,8 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     if address:
         ray.init(address=address, **kwargs)
     else:
-        ray.init(num_cpus=num_cpus or 2, **kwargs)
+        # "local": a new in-process cluster even when another one on this machine could be found
+        ray.init(address="local", num_cpus=num_cpus or 2, **kwargs)
     return True
 
 
