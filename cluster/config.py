@@ -45,9 +45,13 @@ ENV_VARS: dict[str, EnvVar] = {v.name: v for v in (
     EnvVar("HALO_LLM_API_KEY", "key of the LLM endpoint", ("rollout.llm",), secret=True),
     EnvVar("OPENAI_API_KEY", "fallback for HALO_LLM_API_KEY", ("rollout.llm", "lib:openai"), secret=True),
     EnvVar("HALO_SERVE_API_KEY", "bearer token student rollouts and the loop send to the decision service",
-           ("rollout.policies.http_student", "cluster.loop.serving"), secret=True),
-    EnvVar("HALO_SERVE_API_KEYS", "comma-separated bearer tokens the decision service accepts", ("serve.config",),
+           ("rollout.decision_client", "cluster.loop.serving"), secret=True),
+    EnvVar("HALO_SERVE_API_KEYS", "comma-separated decision keys the decision service accepts", ("serve.config",),
            secret=True),
+    EnvVar("HALO_SERVE_ADMIN_KEYS", "comma-separated admin keys (also /v1/admin/*) of the decision service",
+           ("serve.config",), secret=True),
+    EnvVar("HALO_SERVE_ADMIN_KEY", "admin key the loop sends to promote models (else HALO_SERVE_API_KEY)",
+           ("cluster.loop.serving",), secret=True),
     EnvVar("HALO_MODEL_CACHE", "local cache for base models and served model artifacts",
            ("train.base_models", "serve.model_source")),
     EnvVar("HF_HUB_OFFLINE", "1: never download model weights at run time", ("lib:huggingface_hub",)),
@@ -57,6 +61,12 @@ ENV_VARS: dict[str, EnvVar] = {v.name: v for v in (
            ("serve.config", "lib:ray")),
     EnvVar("RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP", "0: Serve's proxy routes on its main loop",
            ("serve.config", "lib:ray")),
+    EnvVar("RAY_SERVE_ENABLE_DIRECT_INGRESS", "1: decision replicas answer HTTP themselves (no proxy hop)",
+           ("serve.config", "lib:ray")),
+    EnvVar("RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT", "first port of the replicas' direct-ingress range",
+           ("serve.app", "lib:ray")),
+    EnvVar("RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT", "last port of the replicas' direct-ingress range",
+           ("serve.app", "lib:ray")),
 )}
 
 # name -> container port. Ray's defaults, Serve's HTTP port and Ray's metrics export port.
@@ -65,6 +75,7 @@ PORTS: dict[str, int] = {
     "dashboard": 8265,
     "client": 10001,
     "serve": 8000,
+    "serve-direct": 8100,  # the first direct-ingress port (RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT)
     "metrics": 8080,
 }
 

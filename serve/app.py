@@ -8,15 +8,18 @@ that follows the registry actor (serve/registry.py), so a version rollout fails 
 
 import asyncio
 import logging
+import os
 import threading
 import time
 from typing import Any
 
+import psutil
 import ray
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from ray import serve
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rollout.agent_table import agent_name
 from rollout.policy import Decision
@@ -26,7 +29,7 @@ from serve.config import ServeConfig
 from serve.guard import ActiveGuard, GuardMiddleware, GuardSettings
 from serve.metrics import ReplicaMetrics, merge, render
 from serve.model_source import ModelSourceError
-from serve.registry import RegistryError, get_registry
+from serve.registry import get_registry
 from serve.runtime import LoadedModel, ModelLoadError, load_model
 from serve.schemas import (
     BatchIn,
@@ -50,12 +53,21 @@ ROUTES = ("/v1/decide", "/v1/decide/batch", "/v1/feedback", "/v1/admin/model", "
 MODEL_CACHE_SIZE = 3
 
 _ERR = {"model": ErrorOut}
+# Every status a guarded route can answer (tests/serve/test_hostile.py checks them all are declared).
 GUARDED_RESPONSES: dict[int | str, dict[str, Any]] = {
     401: {**_ERR, "description": "missing or wrong API key (when keys are configured)"},
+    408: {**_ERR, "description": "the request body did not arrive within body_timeout_s"},
     413: {**_ERR, "description": "request body over the size limit"},
-    422: {**_ERR, "description": "malformed body or a bad/missing field (named in `field`)"},
+    422: {**_ERR, "description": "malformed body or a bad/missing/unknown field (named in `field`)"},
+    429: {**_ERR, "description": "over the key's rate limit or its requests in flight (see Retry-After)"},
     503: {**_ERR, "description": "overloaded (see Retry-After) or no model loaded"},
 }
+ADMIN_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **GUARDED_RESPONSES, 403: {**_ERR, "description": "a decision key on an admin route (admin_api_keys)"}}
+FEEDBACK_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **GUARDED_RESPONSES, 409: {**_ERR, "description": "episode_id already stored with different content"}}
+ROLLBACK_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **ADMIN_RESPONSES, 409: {**_ERR, "description": "no earlier version that loaded to roll back to"}}
 
 
 
@@ -69,8 +81,13 @@ class DecisionAPI(FastAPI):
         schema.setdefault("components", {}).setdefault("securitySchemes", {})["bearerAuth"] = {
             "type": "http", "scheme": "bearer",
             "description": "required on all routes but the probes when API keys are configured"}
+        # What this replica's guard enforces: no keys, no security; open paths (probes, a public
+        # /metrics) need none.
+        settings = ActiveGuard.settings
+        open_paths = settings.open_paths if settings is not None else {"/healthz", "/readyz"}
+        keys_on = settings is None or settings.keys.enabled
         for path, ops in schema.get("paths", {}).items():
-            if path not in ("/healthz", "/readyz"):
+            if keys_on and path not in open_paths:
                 for op in ops.values():
                     op["security"] = [{"bearerAuth": []}]
         self.openapi_schema = schema
@@ -101,6 +118,20 @@ async def _invalid_request(_request: Request, exc: RequestValidationError) -> JS
     return JSONResponse({"error": "invalid_request", "field": field_name, "detail": detail}, status_code=422)
 
 
+@api.exception_handler(StarletteHTTPException)
+async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "bad_request")
+    return JSONResponse({"error": kind, "field": None, "detail": str(exc.detail)}, status_code=exc.status_code,
+                        headers=getattr(exc, "headers", None))
+
+
+def _refuse(request: Request, status: int, kind: str, detail: str, field_name: str | None = None,
+            headers: dict[str, str] | None = None) -> JSONResponse:
+    """An error answer from a route; the kind is counted once, by the guard's observer."""
+    request.scope.setdefault("state", {})["error_kind"] = kind
+    return JSONResponse({"error": kind, "field": field_name, "detail": detail}, status, headers=headers)
+
+
 @api.exception_handler(StateError)
 async def _invalid_state(_request: Request, exc: StateError) -> JSONResponse:
     return JSONResponse({"error": "invalid_request", "field": exc.field_name,
@@ -112,9 +143,9 @@ def _route_label(path: str) -> str:
 
 
 def _error_kind(status: int) -> str | None:
-    return {401: "unauthorized", 413: "too_large", 422: "invalid_request", 400: "bad_request",
-            404: "not_found", 405: "method_not_allowed", 409: "conflict", 503: "unavailable"}.get(
-        status, "internal" if status >= 500 else None)
+    return {401: "unauthorized", 403: "forbidden", 408: "timeout", 413: "too_large", 422: "invalid_request",
+            400: "bad_request", 404: "not_found", 405: "method_not_allowed", 409: "conflict", 429: "rate_limited",
+            499: "client_disconnect", 503: "unavailable"}.get(status, "internal" if status >= 500 else None)
 
 
 @serve.deployment(name="DecisionService")
@@ -125,14 +156,18 @@ class DecisionService:
         ctx = serve.get_replica_context()
         self.replica_id = ctx.replica_id.unique_id
         self.metrics = ReplicaMetrics()
-        self.guard = GuardSettings(self.config.effective_api_keys(), self.config.max_body_bytes,
-                                   self.config.metrics_public, observe=self._observe)
+        c = self.config
+        self.guard = GuardSettings(c.key_ring(), c.max_body_bytes, c.metrics_public, observe=self._observe,
+                                   body_timeout_s=c.body_timeout_s, max_inflight_per_client=c.max_inflight_per_client,
+                                   rate_limit_rps=c.rate_limit_rps, rate_limit_burst=c.rate_limit_burst)
         self._registry = get_registry(self.config.registry_name, self.config.registry_namespace)
         self._lock = threading.Lock()  # serialises model loads (admin request vs sync thread)
         self._cache: dict[tuple[str, str], LoadedModel] = {}
         self._model: LoadedModel | None = None
         self._revision = 0
-        self._failed: tuple[int, str] | None = None  # (revision, error) of a target that would not load
+        # (revision, error, deploy revision) of a target that would not load or failed its probe
+        self._failed: tuple[int, str, int] | None = None
+        self._direct_port = 0
         self._feedback_writer: Any = None
         self._batched.set_max_batch_size(self.config.max_batch_size)
         self._batched.set_batch_wait_timeout_s(self.config.batch_wait_timeout_s)
@@ -160,14 +195,15 @@ class DecisionService:
                     model = load_model(target["ref"], runtime=self.config.runtime,
                                        cache_dir=self.config.model_cache_dir or None, vllm_options=self.config.vllm)
                 except Exception as exc:  # keep serving the old model; report the failure
-                    self._failed = (target["revision"], f"{type(exc).__name__}: {exc}")
+                    self._failed = (target["revision"], f"{type(exc).__name__}: {exc}",
+                                    target.get("deployed_revision", 0))
                     self._revision = target["revision"]
                     self.metrics.inc("halo_serve_errors", ("model_load_failed",))
                     log.error("replica %s: cannot load %s: %s", self.replica_id, target["ref"], exc)
                     return
                 if model.version != target["version"]:
                     self._failed = (target["revision"], f"{target['ref']} now holds version {model.version}, "
-                                                        f"not {target['version']}")
+                                                        f"not {target['version']}", target.get("deployed_revision", 0))
                     self._revision = target["revision"]
                     return
             self._cache.pop(key, None)
@@ -181,7 +217,19 @@ class DecisionService:
     def _status(self) -> dict[str, Any]:
         model = self._model
         return {"revision": self._revision, "name": model.name if model else "",
-                "version": model.version if model else "", "load_error": self._failed[1] if self._failed else ""}
+                "version": model.version if model else "", "load_error": self._failed[1] if self._failed else "",
+                "failed_revision": self._failed[2] if self._failed else 0, "direct_port": self._find_direct_port()}
+
+    def _find_direct_port(self) -> int:
+        """The port of this replica's own HTTP server under Serve's direct ingress (0 when off)."""
+        if not self._direct_port and os.environ.get("RAY_SERVE_ENABLE_DIRECT_INGRESS") == "1":
+            lo = int(os.environ.get("RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT", "30000"))
+            hi = int(os.environ.get("RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT", "31000"))
+            for conn in psutil.Process().net_connections(kind="tcp"):
+                if conn.status == psutil.CONN_LISTEN and lo <= conn.laddr.port <= hi:
+                    self._direct_port = conn.laddr.port
+                    break
+        return self._direct_port
 
     def _sync_loop(self) -> None:
         while not self._stop.wait(self.config.sync_interval_s):
@@ -206,11 +254,11 @@ class DecisionService:
 
     # -- metrics ----------------------------------------------------------------------------------
 
-    def _observe(self, path: str, status: int, seconds: float) -> None:
+    def _observe(self, path: str, status: int, seconds: float, kind: str | None = None) -> None:
         route = _route_label(path)
         self.metrics.inc("halo_serve_requests", (route, str(status)))
         self.metrics.observe("halo_serve_request_latency_seconds", seconds, (route,))
-        kind = _error_kind(status)
+        kind = kind or _error_kind(status)
         if kind is not None:
             self.metrics.inc("halo_serve_errors", (kind,))
 
@@ -258,10 +306,10 @@ class DecisionService:
 
     @api.post("/v1/decide/batch", response_model=BatchOut, responses=GUARDED_RESPONSES,
               summary="Choose the next agent for many states at once")
-    async def decide_batch(self, body: BatchIn) -> Any:
+    async def decide_batch(self, body: BatchIn, request: Request) -> Any:
         if len(body.states) > self.config.max_batch_states:
-            return JSONResponse({"error": "invalid_request", "field": "states",
-                                 "detail": f"at most {self.config.max_batch_states} states per request"}, 422)
+            return _refuse(request, 422, "invalid_request",
+                           f"at most {self.config.max_batch_states} states per request", "states")
         states = [EpisodeState.from_dict(s.model_dump()) for s in body.states]
         decisions = await asyncio.gather(*(self._decide(s) for s in states))
         model = self._model
@@ -273,12 +321,11 @@ class DecisionService:
 
     # -- feedback ---------------------------------------------------------------------------------
 
-    @api.post("/v1/feedback", response_model=FeedbackOut, responses=GUARDED_RESPONSES,
+    @api.post("/v1/feedback", response_model=FeedbackOut, responses=FEEDBACK_RESPONSES,
               summary="Store the outcome of an episode that used the service (idempotent by episode_id)")
-    async def feedback(self, body: FeedbackIn) -> Any:
+    async def feedback(self, body: FeedbackIn, request: Request) -> Any:
         if not self.config.feedback_store:
-            return JSONResponse({"error": "feedback_disabled",
-                                 "detail": "the service has no feedback_store configured"}, 503)
+            return _refuse(request, 503, "feedback_disabled", "the service has no feedback_store configured")
         from serve.feedback import episode_from_feedback, get_writer
 
         model = self._model
@@ -286,13 +333,19 @@ class DecisionService:
         try:
             if self._feedback_writer is None:
                 self._feedback_writer = get_writer(self.config.feedback_store, self.config.registry_namespace)
-            stored = await self._feedback_writer.write.remote(self.config.feedback_run_id, episode)
+            outcome = await self._feedback_writer.write.remote(self.config.feedback_run_id, episode)
         except Exception as exc:
             self.metrics.inc("halo_serve_feedback_episodes", ("error",))
-            log.error("feedback %s not stored: %s", body.episode_id, exc)
-            return JSONResponse({"error": "store_unavailable", "detail": str(exc)[-500:]}, 503,
-                                headers={"Retry-After": str(max(1, round(self.config.retry_after_s)))})
-        self.metrics.inc("halo_serve_feedback_episodes", ("stored" if stored else "duplicate",))
+            log.error("request_id=%s feedback %s not stored: %s", request.scope["state"].get("request_id"),
+                      body.episode_id, exc)
+            # The cause stays in the service log: a client sees a transient, retryable answer.
+            return _refuse(request, 503, "store_unavailable", "the trajectory store did not take the episode; retry",
+                           headers={"Retry-After": str(max(1, round(self.config.retry_after_s)))})
+        self.metrics.inc("halo_serve_feedback_episodes", (outcome,))
+        if outcome == "conflict":
+            return _refuse(request, 409, "conflict", f"episode {body.episode_id} is already stored with different "
+                                                     "content (episode IDs are idempotency keys)", "episode_id")
+        stored = outcome == "stored"
         return {"episode_id": episode.episode_id, "stored": stored, "steps": episode.num_steps}
 
     # -- model admin ------------------------------------------------------------------------------
@@ -300,38 +353,34 @@ class DecisionService:
     async def _model_status(self) -> dict[str, Any]:
         return await self._registry.status.remote()
 
-    @api.get("/v1/admin/model", response_model=ModelOut, responses=GUARDED_RESPONSES,
+    @api.get("/v1/admin/model", response_model=ModelOut, responses=ADMIN_RESPONSES,
              summary="The target model version and what each replica serves")
     async def get_model(self) -> Any:
         return await self._model_status()
 
-    @api.post("/v1/admin/model", response_model=ModelOut, responses=GUARDED_RESPONSES,
+    @api.post("/v1/admin/model", response_model=ModelOut, responses=ADMIN_RESPONSES,
               summary="Roll out a new model version to all replicas (refused unless its manifest verifies)")
-    async def set_model(self, body: ModelIn) -> Any:
+    async def set_model(self, body: ModelIn, request: Request) -> Any:
         try:
             model = await asyncio.to_thread(load_model, body.model, runtime=self.config.runtime,
                                             cache_dir=self.config.model_cache_dir or None,
                                             vllm_options=self.config.vllm)
         except ManifestError as exc:
-            self.metrics.inc("halo_serve_errors", ("manifest_invalid",))
-            return JSONResponse({"error": "manifest_invalid", "field": "model", "detail": str(exc)}, 422)
+            return _refuse(request, 422, "manifest_invalid", str(exc), "model")
         except (ModelSourceError, ModelLoadError) as exc:
-            self.metrics.inc("halo_serve_errors", ("model_load_failed",))
-            return JSONResponse({"error": "model_load_failed", "field": "model", "detail": str(exc)}, 422)
+            return _refuse(request, 422, "model_load_failed", str(exc), "model")
         target = await self._registry.deploy.remote(body.model, model.describe())
         await asyncio.to_thread(self._apply_target, target, model)
         return await self._model_status()
 
-    @api.post("/v1/admin/rollback", response_model=ModelOut, responses=GUARDED_RESPONSES,
+    @api.post("/v1/admin/rollback", response_model=ModelOut, responses=ROLLBACK_RESPONSES,
               summary="Go back to the previously deployed model version")
-    async def rollback(self) -> Any:
-        try:
-            target = await self._registry.rollback.remote()
-        except RegistryError as exc:
-            return JSONResponse({"error": "conflict", "detail": str(exc)}, 409)
-        except ray.exceptions.RayTaskError as exc:
-            return JSONResponse({"error": "conflict", "detail": str(exc.cause if hasattr(exc, "cause") else exc)},
-                                409)
+    async def rollback(self, request: Request) -> Any:
+        # The registry answers None (not an exception) when there is nothing to go back to, so no
+        # actor traceback can reach the client.
+        target = await self._registry.rollback.remote()
+        if target is None:
+            return _refuse(request, 409, "conflict", "no earlier version that loaded to roll back to")
         await asyncio.to_thread(self._apply_target, target)
         return await self._model_status()
 

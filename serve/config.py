@@ -11,15 +11,22 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-API_KEYS_ENV = "HALO_SERVE_API_KEYS"
+from serve.guard import KeyConfigError, KeyRing, parse_keys
 
-# Ray Serve runs user code and the proxy's router on event loops of their own threads by default;
-# on a small node each cross-thread hop costs CPU and latency. On the main loops instead, a
-# fast-policy decision's p50 over HTTP went from 9.9 to 8.7 ms here (benchmarks/serve.py). Safe for
-# this service: it never blocks its loop (slow runtimes decide in a worker thread). These are read
-# when Ray's processes start, so they are set before a local Ray starts (an existing value wins)
-# and belong in the environment of a cluster's pods (k8s ConfigMap halo-config).
-SERVE_LATENCY_ENV = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0", "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0"}
+API_KEYS_ENV = "HALO_SERVE_API_KEYS"
+ADMIN_KEYS_ENV = "HALO_SERVE_ADMIN_KEYS"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+# Ray Serve settings read when Ray's processes start, so they are set before a local Ray starts (an
+# existing value wins) and belong in the environment of a cluster's pods (k8s ConfigMap halo-config).
+# - Direct ingress: each ingress replica runs its own HTTP server (uvicorn on the replica's event
+#   loop) on a port from RAY_SERVE_DIRECT_INGRESS_{MIN,MAX}_HTTP_PORT, so a decision skips the
+#   proxy actor and its extra hop. A fast-policy p50 went from ~10 ms through the proxy to ~1.3 ms
+#   here (benchmarks/serve.py). The proxy keeps serving on `port` for compatibility.
+# - User code and the router on the main event loops: one cross-thread hop less per request;
+#   safe because this service never blocks its loop (slow runtimes decide in a worker thread).
+SERVE_LATENCY_ENV = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0", "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
+                     "RAY_SERVE_ENABLE_DIRECT_INGRESS": "1"}
 
 
 def apply_serve_latency_env() -> None:
@@ -54,8 +61,23 @@ class ServeConfig:
     # Dynamic batching of model decisions (@serve.batch).
     max_batch_size: int = 16
     batch_wait_timeout_s: float = 0.001
-    # Safety.
+    # Safety. Keys are `KEY` or `NAME=KEY` (the name, never the key, shows in metrics and logs),
+    # at least 16 characters. Decision keys call /v1/decide and /v1/feedback; admin keys also
+    # the /v1/admin routes. api_keys_file (`decision NAME=KEY` / `admin NAME=KEY` lines) is
+    # re-read when it changes: rotation without a restart.
     api_keys: list[str] = field(default_factory=list)
+    admin_api_keys: list[str] = field(default_factory=list)
+    api_keys_file: str = ""
+    # Without any key on a non-loopback host the service refuses to start unless this is set.
+    insecure: bool = False
+    rate_limit_rps: float = 0.0  # per key; 0 = unlimited; past it 429 + Retry-After
+    rate_limit_burst: float = 0.0  # bucket size (default: one second's worth)
+    # HTTP limits: the body must arrive within body_timeout_s (else 408); idle keep-alive
+    # connections close after keep_alive_timeout_s; one client (key, else address) has at most
+    # max_inflight_per_client requests in flight (else 429), so stalled clients stall only themselves.
+    body_timeout_s: float = 10.0
+    keep_alive_timeout_s: float = 5.0
+    max_inflight_per_client: int = 16
     max_body_bytes: int = 1_048_576
     max_batch_states: int = 256
     metrics_public: bool = True
@@ -89,14 +111,36 @@ class ServeConfig:
             raise ConfigError("batch_wait_timeout_s and sync_interval_s must be positive")
         if self.log_level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
             raise ConfigError(f"log_level: {self.log_level!r} (want DEBUG, INFO, WARNING, ERROR or CRITICAL)")
-        if any(not isinstance(k, str) or len(k) < 8 for k in self.api_keys):
-            raise ConfigError("api_keys: every key must be a string of at least 8 characters")
+        for name in ("api_keys", "admin_api_keys"):
+            if not isinstance(getattr(self, name), list) or any(not isinstance(k, str) for k in getattr(self, name)):
+                raise ConfigError(f"{name}: a list of strings")
+        if self.body_timeout_s <= 0 or self.keep_alive_timeout_s <= 0 or self.max_inflight_per_client < 1:
+            raise ConfigError("body_timeout_s, keep_alive_timeout_s and max_inflight_per_client must be positive")
+        if self.rate_limit_rps < 0 or self.rate_limit_burst < 0:
+            raise ConfigError("rate_limit_rps and rate_limit_burst must not be negative")
+        self.key_ring()  # refuses short keys from every source
         return self
 
-    def effective_api_keys(self) -> list[str]:
-        """Keys from the config plus the comma-separated HALO_SERVE_API_KEYS variable."""
-        env = [k.strip() for k in os.environ.get(API_KEYS_ENV, "").split(",") if k.strip()]
-        return list(dict.fromkeys([*self.api_keys, *env]))
+    def key_ring(self) -> KeyRing:
+        """Decision keys (config + comma-separated HALO_SERVE_API_KEYS), admin keys (config +
+        HALO_SERVE_ADMIN_KEYS) and the key file; raises ConfigError for a key under 16 characters."""
+        try:
+            decision = parse_keys([*self.api_keys, *os.environ.get(API_KEYS_ENV, "").split(",")],
+                                  f"api_keys / {API_KEYS_ENV}")
+            admin = parse_keys([*self.admin_api_keys, *os.environ.get(ADMIN_KEYS_ENV, "").split(",")],
+                               f"admin_api_keys / {ADMIN_KEYS_ENV}")
+            return KeyRing(decision, admin, self.api_keys_file)
+        except (OSError, KeyConfigError) as exc:
+            raise ConfigError(str(exc)) from exc
+
+    def check_exposure(self) -> str:
+        """Refuse an open service on a non-loopback host (unless insecure); returns a warning or ""."""
+        if self.key_ring().enabled:
+            return ""
+        if self.host not in LOOPBACK_HOSTS and not self.insecure:
+            raise ConfigError(f"no API keys configured and host {self.host} is not loopback: set api_keys / "
+                              f"admin_api_keys ({API_KEYS_ENV}, {ADMIN_KEYS_ENV}) or pass --insecure")
+        return "WARNING: serving without API keys: every client may decide, post feedback and swap models"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -7,8 +7,10 @@ a time, and one writer also makes the episode_id de-duplication exact across rep
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
+from dataclasses import asdict
 from typing import Any
 
 import ray
@@ -49,10 +51,28 @@ class FeedbackWriter:
         from rollout.store import TrajectoryStore
 
         self.store = TrajectoryStore(store_url)
+        # episode_id -> content fingerprint per run, filled from the store on the first duplicate
+        self._seen: dict[str, dict[str, str]] = {}
 
-    def write(self, run_id: str, episode: EpisodeRecord) -> bool:
-        """True when stored, False when this episode_id was already in the run."""
-        return self.store.write_episodes(run_id, [episode]) == 1
+    def write(self, run_id: str, episode: EpisodeRecord) -> str:
+        """"stored"; "duplicate" when this episode_id is already in the run with the same content;
+        "conflict" when it is there with different content."""
+        if self.store.write_episodes(run_id, [episode]) == 1:
+            self._seen.setdefault(run_id, {})[episode.episode_id] = fingerprint(episode)
+            return "stored"
+        seen = self._seen.get(run_id, {})
+        if episode.episode_id not in seen:
+            seen = self._seen[run_id] = {e.episode_id: fingerprint(e) for e in self.store.read_episodes([run_id])}
+        return "duplicate" if seen.get(episode.episode_id) == fingerprint(episode) else "conflict"
+
+
+# What the client said about an episode; the service's own stamps (time, served version) are left out.
+_SERVICE_FIELDS = frozenset({"created_at", "model_version", "policy_version", "run_id"})
+
+
+def fingerprint(episode: EpisodeRecord) -> str:
+    data = {k: v for k, v in asdict(episode).items() if k not in _SERVICE_FIELDS}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def get_writer(store_url: str, namespace: str) -> Any:

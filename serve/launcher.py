@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -23,11 +23,26 @@ class RunningService:
     registry: Any
     owns_ray: bool
     owns_serve: bool
+    direct_ports: list[int] = field(default_factory=list)  # replicas' own HTTP servers (direct ingress)
+
+    @property
+    def host(self) -> str:
+        return self.config.host if self.config.host not in ("0.0.0.0", "::") else "127.0.0.1"
 
     @property
     def url(self) -> str:
-        host = self.config.host if self.config.host not in ("0.0.0.0", "::") else "127.0.0.1"
-        return f"http://{host}:{self.config.port}{self.config.route_prefix.rstrip('/')}"
+        """Through Serve's proxy (any replica, Serve's router and backpressure)."""
+        return f"http://{self.host}:{self.config.port}{self.config.route_prefix.rstrip('/')}"
+
+    @property
+    def direct_url(self) -> str:
+        """The first replica's own server: the fast path, no proxy hop ("" when direct ingress is off)."""
+        if not self.direct_ports:
+            return ""
+        return f"http://{self.host}:{self.direct_ports[0]}{self.config.route_prefix.rstrip('/')}"
+
+    def direct_urls(self) -> list[str]:
+        return [f"http://{self.host}:{p}{self.config.route_prefix.rstrip('/')}" for p in self.direct_ports]
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
@@ -41,7 +56,8 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     if address:
         ray.init(address=address, **kwargs)
     else:
-        ray.init(num_cpus=num_cpus or 2, **kwargs)
+        # "local": a new in-process cluster even when another one on this machine could be found
+        ray.init(address="local", num_cpus=num_cpus or 2, **kwargs)
     return True
 
 
@@ -53,7 +69,8 @@ def ensure_serve(config: ServeConfig) -> bool:
         serve.context._get_global_client()  # noqa: SLF001 - raises when Serve is not running
         return False
     except Exception:
-        serve.start(http_options={"host": config.host, "port": config.port},
+        serve.start(http_options={"host": config.host, "port": config.port,
+                                  "keep_alive_timeout_s": config.keep_alive_timeout_s},
                     logging_config={"enable_access_log": config.access_log, "log_level": config.log_level})
         return True
 
@@ -65,6 +82,7 @@ def start_service(config: ServeConfig, *, address: str | None = None, num_cpus: 
     from serve.app import build_app
 
     config.validate()
+    config.check_exposure()
     _, manifest = verify_model(config.model, config.model_cache_dir or None)
     owns_ray = ensure_ray(address, num_cpus)
     owns_serve = ensure_serve(config)
@@ -72,7 +90,30 @@ def start_service(config: ServeConfig, *, address: str | None = None, num_cpus: 
     serve.run(build_app(config), name=config.app_name, route_prefix=config.route_prefix)
     service = RunningService(config, registry, owns_ray, owns_serve)
     wait_ready(service.url, wait_ready_s)
+    service.direct_ports = wait_direct_ports(registry, config, wait_ready_s)
+    if service.direct_url:
+        wait_ready(service.direct_url, wait_ready_s)
     return service
+
+
+def wait_direct_ports(registry: Any, config: ServeConfig, timeout_s: float) -> list[int]:
+    """The direct-ingress ports the live replicas report (empty when direct ingress is off)."""
+    import os
+
+    import ray
+
+    if os.environ.get("RAY_SERVE_ENABLE_DIRECT_INGRESS") != "1":
+        return []
+    want = config.num_replicas if not config.autoscaling_config else 1
+    deadline = time.monotonic() + timeout_s
+    ports: list[int] = []
+    while time.monotonic() < deadline:
+        replicas = ray.get(registry.status.remote())["replicas"]
+        ports = sorted({r["direct_port"] for r in replicas.values() if r.get("alive") and r.get("direct_port")})
+        if len(ports) >= want:
+            return ports
+        time.sleep(0.2)
+    return ports
 
 
 def target_model(config: ServeConfig, manifest: Any, *, replace: bool) -> Any:

@@ -37,15 +37,19 @@ class ModelRegistry:
 
     def deploy(self, ref: str, info: dict[str, Any]) -> dict[str, Any]:
         self._revision += 1
-        entry = {"ref": ref, **info, "deployed_at": time.time()}
+        entry = {"ref": ref, **info, "deployed_at": time.time(), "deployed_revision": self._revision,
+                 "failed": ""}
         self._stack.append(entry)
         self._history.append({"action": "deploy", "revision": self._revision, **entry})
         return self.target()  # type: ignore[return-value]
 
-    def rollback(self) -> dict[str, Any]:
-        if len(self._stack) < 2:
-            raise RegistryError("no earlier version to roll back to")
-        gone = self._stack.pop()
+    def rollback(self) -> dict[str, Any] | None:
+        """Re-target the newest earlier version that no replica failed to load; None when there is none."""
+        earlier = [i for i, e in enumerate(self._stack[:-1]) if not e.get("failed")]
+        if not earlier:
+            return None
+        gone = self._stack[-1]
+        del self._stack[earlier[-1] + 1:]
         self._revision += 1
         self._history.append({"action": "rollback", "revision": self._revision, "from": gone.get("version"),
                               "to": self._stack[-1].get("version"), "at": time.time()})
@@ -53,6 +57,11 @@ class ModelRegistry:
 
     def sync(self, replica_id: str, status: dict[str, Any], metrics: dict[str, Any] | None) -> dict[str, Any] | None:
         self._replicas[replica_id] = {**status, "seen_at": time.time()}
+        if status.get("failed_revision"):
+            # A version some replica could not load (or probe) is never a rollback target again.
+            for entry in self._stack:
+                if entry.get("deployed_revision") == status["failed_revision"] and not entry.get("failed"):
+                    entry["failed"] = status.get("load_error") or "failed to load"
         if metrics is not None:
             self._metrics[replica_id] = metrics
         return self.target()

@@ -8,6 +8,7 @@ A model whose manifest does not verify never gets past `load_model`.
 from __future__ import annotations
 
 import importlib.util
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,11 +115,27 @@ def load_model(ref: str, *, runtime: str = "auto", cache_dir: str | None = None,
     return model
 
 
+# States the rules layer does not answer, so each one reaches the model (one per common symptom).
+PROBE_STATES = tuple(
+    EpisodeState(task_description="probe: stack the blocks", domain="(define (domain probe))",
+                 problem="(define (problem p) (:domain probe))", plan=plan, validator_errors=errors,
+                 error_category=category, plan_found=bool(plan), history=history, step=step)
+    for plan, errors, category, history, step in (
+        ("", "goal not reached", "goal_not_reached", [], 0),
+        ("(pick-up a)\n", "precondition (clear b) not satisfied", "plan_invalid", [13], 1),
+        ("", "search exhausted: no plan found", "no_plan_found", [20, 13], 2),
+        ("", ":durative-actions are not supported", "unsupported_requirement", [7], 3)))
+
+
 def _warm_up(model: LoadedModel) -> None:
-    """One decision on a fixed state, so a model that loads but cannot decide is refused."""
-    probe = EpisodeState(task_description="warm-up probe", domain="(define (domain probe))",
-                         validator_errors="goal not reached", error_category="goal_not_reached")
+    """Real decisions on probe states, checked as the API will answer them, so a model that loads
+    but cannot decide (or answers in the wrong types) is refused before it takes traffic."""
     try:
-        model.decide_batch([probe])
+        decisions = model.decide_batch(list(PROBE_STATES))
+        for d in decisions:
+            if not isinstance(d.policy_version, str) or not isinstance(d.agent_id, int) \
+                    or not isinstance(d.reason, str) or not isinstance(d.latency_ms, float | int):
+                raise ModelLoadError(f"decision {d!r} has fields of the wrong type")
+            json.dumps([d.agent_id, d.agent_name, d.decided_by, d.policy_version, d.latency_ms, d.reason])
     except Exception as exc:
-        raise ModelLoadError(f"{model.path}: model failed its warm-up decision: {exc}") from exc
+        raise ModelLoadError(f"{model.path}: model failed its probe decisions: {exc}") from exc

@@ -7,22 +7,33 @@ strict (no "1" for 1, no 0 for false) like `EpisodeState.from_dict`.
 from __future__ import annotations
 
 from dataclasses import MISSING, fields
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
+from rollout.policy import DecidedBy
 from rollout.state import EpisodeState
 from rollout.trajectory import FEEDBACK_STEP_FIELDS, StepRecord
 
-_STRICT = ConfigDict(strict=True, extra="ignore")
-_TYPES: dict[str, Any] = {"str": str, "str | None": str | None, "bool": bool, "int": int, "float": float,
-                          "list[int]": list[int]}
+# Strict: no coercion ("1" is not 1) and unknown fields refused, so a typo such as `plan_vaild`
+# is a 422 naming it rather than a silently different decision.
+_STRICT = ConfigDict(strict=True, extra="forbid")
+INT64_MAX = 2**63 - 1
+MAX_STEP = 100_000  # far past any refinement loop; bounds what the store and the encoders see
+# What the trajectory store's int64/float64 columns hold; floats also finite (no NaN/Infinity).
+Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
+Seconds = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+AgentId = Annotated[int, Field(ge=0, le=21)]
+_TYPES: dict[str, Any] = {"str": str, "str | None": str | None, "bool": bool, "int": Count, "float": Seconds,
+                          "list[int]": list[AgentId]}
+_STATE_BOUNDS: dict[str, Any] = {"step": Annotated[int, Field(ge=0, le=MAX_STEP)],
+                                 "history": Annotated[list[AgentId], Field(max_length=1000)]}
 
 
 def _state_model() -> type[BaseModel]:
     spec: dict[str, Any] = {}
     for f in fields(EpisodeState):
-        annotation = _TYPES[str(f.type)]
+        annotation = _STATE_BOUNDS.get(f.name, _TYPES[str(f.type)])
         if f.default is not MISSING:
             spec[f.name] = (annotation, f.default)
         elif f.default_factory is not MISSING:
@@ -61,10 +72,10 @@ def _feedback_step_model() -> type[BaseModel]:
     service derives, with the state as an object."""
     record_fields = {f.name: f for f in fields(StepRecord)}
     spec: dict[str, Any] = {
-        "step": (int, Field(ge=0)),
+        "step": (int, Field(ge=0, le=MAX_STEP)),
         "state": (StateIn, ...),
         "agent_id": (int, Field(ge=0, le=21)),
-        "decided_by": (str, "model"),
+        "decided_by": (Literal[get_args(DecidedBy)], "model"),  # type: ignore[valid-type]
     }
     for name in FEEDBACK_STEP_FIELDS:
         if name not in spec:
@@ -82,7 +93,7 @@ class FeedbackIn(BaseModel):
     llm_backend: str = Field(min_length=1, description='"sim" for the simulated agent world, else the real backend')
     success_validator: bool
     success_oracle: bool | None = None
-    steps: list[FeedbackStep] = Field(min_length=1)  # type: ignore[valid-type]
+    steps: list[FeedbackStep] = Field(min_length=1, max_length=MAX_STEP)  # type: ignore[valid-type]
     task_id: str = ""
     family: str = ""
     domain_name: str = ""
@@ -90,8 +101,18 @@ class FeedbackIn(BaseModel):
     policy_version: str = ""
     final_plan: str = ""
     natural_language_plan: str = ""
-    seed: int = 0
-    wall_s: float = 0.0
+    seed: int = Field(0, ge=-INT64_MAX - 1, le=INT64_MAX)
+    wall_s: Seconds = 0.0
+
+    @field_validator("steps")
+    @classmethod
+    def _distinct_steps(cls, steps: list[Any]) -> list[Any]:
+        seen: set[int] = set()
+        for s in steps:
+            if s.step in seen:
+                raise ValueError(f"step number {s.step} appears twice")
+            seen.add(s.step)
+        return steps
 
 
 class FeedbackOut(BaseModel):

@@ -18,6 +18,7 @@ def register(app: typer.Typer) -> None:
         num_cpus: int = typer.Option(2, help="CPUs for the in-process Ray"),
         runtime: str = typer.Option(None, help="auto | cpu | vllm"),
         replicas: int = typer.Option(None, "--replicas", help="fixed replica count"),
+        insecure: bool = typer.Option(None, "--insecure", help="allow serving without API keys on a non-loopback host"),
     ) -> None:
         """Serve decisions over HTTP until interrupted (Ctrl-C stops the service)."""
         import signal
@@ -29,9 +30,13 @@ def register(app: typer.Typer) -> None:
         from train.manifest import ManifestError
 
         try:
-            cfg = ServeConfig.load(config, model=model, host=host, port=port, runtime=runtime, num_replicas=replicas)
+            cfg = ServeConfig.load(config, model=model, host=host, port=port, runtime=runtime, num_replicas=replicas,
+                                  insecure=insecure)
             if not cfg.model:
                 raise ConfigError("no model: pass --model or set `model:` in the config")
+            warning = cfg.check_exposure()
+            if warning:
+                typer.echo(warning, err=True)
             service = start_service(cfg, address=address, num_cpus=num_cpus)
         except (ConfigError, ManifestError, ModelSourceError) as exc:
             typer.echo(f"halo serve: {exc}", err=True)
@@ -42,8 +47,10 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"serving {ready['name']} version {ready['version']} ({ready['policy_class']}, "
                    f"runtime {ready['runtime']}) at {service.url}")
         typer.echo(f"  POST {service.url}/v1/decide   docs: {service.url}/docs   metrics: {service.url}/metrics")
-        if cfg.effective_api_keys():
-            typer.echo("  API keys required (Authorization: Bearer KEY)")
+        if service.direct_url:
+            typer.echo(f"  direct ingress (the fast path, no proxy hop): {service.direct_url}")
+        if cfg.key_ring().enabled:
+            typer.echo("  API keys required (Authorization: Bearer KEY); admin routes need an admin key")
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())

@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 
 API_KEY_ENV = "HALO_SERVE_API_KEY"
+# Promotion calls the admin routes, which answer 403 to a decision key.
+ADMIN_KEY_ENV = "HALO_SERVE_ADMIN_KEY"
 
 
 class ServingError(RuntimeError):
@@ -32,7 +34,7 @@ class ServedModel:
 class ServingClient:
     def __init__(self, base_url: str, *, api_key: str | None = None, timeout_s: float = 120.0) -> None:
         self.base_url = base_url.rstrip("/")
-        key = api_key if api_key is not None else os.environ.get(API_KEY_ENV, "")
+        key = api_key if api_key is not None else (os.environ.get(ADMIN_KEY_ENV) or os.environ.get(API_KEY_ENV, ""))
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.timeout_s = timeout_s
 

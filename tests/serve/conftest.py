@@ -16,6 +16,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from serve_synthetic import MAP_V1, MAP_V2, train_version  # noqa: E402
 
 API_KEY = "test-key-0123456789"
+STALL_KEY = "staller=stall-key-0123456789"  # a second decision key, for the stalled-clients test
+ADMIN_KEY = "ops=admin-key-0123456789"  # NAME=KEY: metrics and logs show "ops"
 
 
 def free_port() -> int:
@@ -46,6 +48,11 @@ class Cluster:
     @property
     def tight_url(self) -> str:
         return self.tight.url  # type: ignore[attr-defined]
+
+    @property
+    def direct_url(self) -> str:
+        """One `main` replica's own HTTP server (Serve direct ingress): no proxy hop."""
+        return self.main.direct_url  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")
@@ -88,11 +95,13 @@ def cluster(models, tmp_path_factory) -> Iterator[Cluster]:
     from serve.launcher import start_service, stop_service
 
     port = free_port()
+    _direct_ingress_port_range()
     store = tmp_path_factory.mktemp("store")
     main_cfg = ServeConfig(model=str(models.v1), port=port, app_name="main", route_prefix="/", num_replicas=2,
-                           replica_num_cpus=0, api_keys=[API_KEY], max_body_bytes=64_000,
+                           replica_num_cpus=0, api_keys=[API_KEY, STALL_KEY], admin_api_keys=[ADMIN_KEY],
+                           max_body_bytes=64_000, max_inflight_per_client=12, body_timeout_s=5,
                            feedback_store=str(store), registry_name="reg-main", sync_interval_s=0.2,
-                           max_ongoing_requests=16, max_queued_requests=64)
+                           max_ongoing_requests=32, max_queued_requests=64)
     tight_cfg = ServeConfig(model=str(models.v1), port=port, app_name="tight", route_prefix="/tight",
                             num_replicas=1, replica_num_cpus=0, registry_name="reg-tight",
                             max_ongoing_requests=1, max_queued_requests=1, retry_after_s=2,
@@ -110,3 +119,21 @@ def cluster(models, tmp_path_factory) -> Iterator[Cluster]:
 @pytest.fixture(scope="session")
 def auth() -> dict[str, str]:
     return {"Authorization": f"Bearer {API_KEY}"}
+
+
+@pytest.fixture(scope="session")
+def admin_auth() -> dict[str, str]:
+    return {"Authorization": f"Bearer {ADMIN_KEY.split('=', 1)[1]}"}
+
+
+def _direct_ingress_port_range() -> None:
+    """Replicas' direct-ingress servers take ports from a range: a random one, not Serve's fixed
+    30000-31000, since other test sessions share this machine (Serve retries a port in use)."""
+    import os
+    import random
+
+    base = random.randrange(20_000, 28_000, 200)
+    os.environ.setdefault("RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT", str(base))
+    os.environ.setdefault("RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT", str(base + 99))
+    os.environ.setdefault("RAY_SERVE_DIRECT_INGRESS_MIN_GRPC_PORT", str(base + 100))
+    os.environ.setdefault("RAY_SERVE_DIRECT_INGRESS_MAX_GRPC_PORT", str(base + 199))

@@ -21,6 +21,12 @@ def client(cluster, auth):
         yield c
 
 
+@pytest.fixture(scope="module")
+def admin(cluster, admin_auth):
+    with httpx.Client(base_url=cluster.url, headers=admin_auth, timeout=30) as c:
+        yield c
+
+
 def _states() -> list[EpisodeState]:
     states = [symptom_state(i, task=t, step=t % 4) for t in range(5) for i in range(len(SYMPTOMS))]
     return states + [rule_state(k) for k in ("empty", "valid", "syntax")]
@@ -82,7 +88,7 @@ def test_bad_state_is_422_naming_the_field(client, body, field):
     assert r.json()["field"] == field
 
 
-def test_malformed_and_oversized_bodies(cluster, client):
+def test_malformed_and_oversized_bodies(cluster, client, admin):
     r = client.post("/v1/decide", content=b'{"task_description": ', headers={"content-type": "application/json"})
     assert r.status_code == 422 and r.json()["field"] == "body"
     r = client.post("/v1/decide", content=b"", headers={"content-type": "application/json"})
@@ -105,10 +111,10 @@ def test_malformed_and_oversized_bodies(cluster, client):
     assert client.post("/v1/decide/batch", json={"states": []}).json()["field"] == "states"
     r = client.post("/v1/decide/batch", json={"states": [{"task_description": "a"}] * 257})
     assert r.status_code == 422 and r.json()["field"] == "states"
-    assert client.post("/v1/admin/model", json={}).json()["field"] == "model"
+    assert admin.post("/v1/admin/model", json={}).json()["field"] == "model"
 
 
-def test_openapi_matches_the_routes(cluster, client):
+def test_openapi_matches_the_routes(cluster, client, admin):
     doc = httpx.get(f"{cluster.url}/openapi.json").json()
     documented = {(path, method.upper()) for path, ops in doc["paths"].items() for method in ops}
     assert documented == {
@@ -116,16 +122,17 @@ def test_openapi_matches_the_routes(cluster, client):
         ("/v1/admin/model", "GET"), ("/v1/admin/model", "POST"), ("/v1/admin/rollback", "POST"),
         ("/healthz", "GET"), ("/readyz", "GET"), ("/metrics", "GET")}
     for path, method in documented:
+        c = admin if path.startswith("/v1/admin/") else client
         if method == "GET":
-            assert client.get(path).status_code == 200, path
+            assert c.get(path).status_code == 200, path
         elif path != "/v1/admin/rollback":  # rollback is exercised in test_updates
-            assert client.request(method, path, json={}).status_code == 422, path
+            assert c.request(method, path, json={}).status_code == 422, path
     state = doc["components"]["schemas"]["StateIn"]
     assert state["required"] == ["task_description"]
     assert set(state["properties"]) == set(EpisodeState.__dataclass_fields__)
     decide = doc["paths"]["/v1/decide"]["post"]
     assert decide["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/StateIn")
-    assert {"401", "413", "422", "503"} <= set(decide["responses"])
+    assert {"401", "408", "413", "422", "429", "503"} <= set(decide["responses"])
     assert decide["security"] == [{"bearerAuth": []}]
     assert doc["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
     assert set(doc["components"]["schemas"]["DecisionOut"]["properties"]) >= {

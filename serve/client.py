@@ -1,0 +1,18 @@
+"""The decision service's Python client for production planners (sync and async; typed answers).
+
+Defined in rollout/decision_client.py, which the student policy also uses (rollout must not import
+serve); re-exported here under the service's name.
+"""
+
+from rollout.decision_client import (
+    API_KEY_ENV,
+    RETRY_STATUS,
+    Answer,
+    AsyncDecisionClient,
+    DecisionClient,
+    DecisionServiceError,
+    RetryPolicy,
+)
+
+__all__ = ["API_KEY_ENV", "RETRY_STATUS", "Answer", "AsyncDecisionClient", "DecisionClient", "DecisionServiceError",
+           "RetryPolicy"]

@@ -1,0 +1,101 @@
+"""serve.client against the real service (every route, sync and async, errors with their fields),
+and its retry rules against a local HTTP server that answers 503/429 with Retry-After, then 200."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from serve_synthetic import MAP_V1, rule_state, symptom_state
+
+from serve.client import AsyncDecisionClient, DecisionClient, DecisionServiceError, RetryPolicy
+
+
+def test_sync_client_on_every_route(cluster):
+    from conftest import ADMIN_KEY, API_KEY
+
+    with DecisionClient(cluster.direct_url, api_key=API_KEY) as client:
+        a = client.decide(symptom_state(1).to_dict())
+        assert (a.agent_id, a.decided_by, a.policy_version) == (MAP_V1[1], "model", "v1")
+        answers = client.decide_batch([symptom_state(0).to_dict(), rule_state("empty").to_dict()])
+        assert [(x.agent_id, x.decided_by) for x in answers] == [(MAP_V1[0], "model"), (2, "rule")]
+        with pytest.raises(DecisionServiceError) as err:
+            client.decide({"task_description": "t", "plan_vaild": True})
+        assert (err.value.status, err.value.error, err.value.field) == (422, "invalid_request", "plan_vaild")
+        with pytest.raises(DecisionServiceError) as err:
+            client.rollback()
+        assert err.value.status == 403
+    with DecisionClient(cluster.direct_url, api_key=ADMIN_KEY.split("=", 1)[1]) as admin:
+        assert admin.model()["target"]["version"] == "v1"
+        with pytest.raises(DecisionServiceError) as err:
+            admin.deploy(str(cluster.models.bad))
+        assert (err.value.status, err.value.error) == (422, "manifest_invalid")
+
+
+def test_async_client(cluster):
+    from conftest import API_KEY
+
+    client = AsyncDecisionClient(cluster.direct_url, api_key=API_KEY)
+
+    async def run() -> list[int]:
+        answers = await asyncio.gather(*(client.decide(symptom_state(i % 4, task=i).to_dict()) for i in range(8)))
+        await client.aclose()
+        return [a.agent_id for a in answers]
+
+    assert asyncio.run(run()) == [MAP_V1[i % 4] for i in range(8)]
+
+
+class _Flaky(BaseHTTPRequestHandler):
+    script: list[tuple[int, dict[str, str], dict]] = []
+    seen: list[str] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.seen.append(self.path)
+        status, headers, body = self.script.pop(0) if self.script else (500, {}, {"error": "internal"})
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        for k, v in {"content-type": "application/json", "content-length": str(len(data)), **headers}.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def flaky():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _Flaky.seen.clear()
+    yield server, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+OK = {"agent_id": 13, "agent_name": "x", "decided_by": "model", "policy_version": "v9", "latency_ms": 0.1}
+
+
+def test_retries_transient_answers_only(flaky):
+    _, url = flaky
+    _Flaky.script[:] = [(503, {"retry-after": "0"}, {"error": "unavailable"}),
+                        (429, {"retry-after": "0"}, {"error": "rate_limited"}), (200, {}, OK)]
+    with DecisionClient(url, retry=RetryPolicy(retries=3, backoff_s=0.01)) as client:
+        assert client.decide({"task_description": "t"}).policy_version == "v9"
+        assert len(_Flaky.seen) == 3
+        for status in (401, 403, 409, 413, 422):
+            _Flaky.seen.clear()
+            _Flaky.script[:] = [(status, {}, {"error": "no", "field": "f", "detail": "d"}), (200, {}, OK)]
+            with pytest.raises(DecisionServiceError) as err:
+                client.decide({"task_description": "t"})
+            assert (err.value.status, err.value.field, len(_Flaky.seen)) == (status, "f", 1)
+        _Flaky.script[:] = []
+        _Flaky.seen.clear()
+        with pytest.raises(DecisionServiceError) as err:  # 500 every time: retried, then raised
+            client.decide({"task_description": "t"})
+        assert err.value.status == 500 and len(_Flaky.seen) == 4
