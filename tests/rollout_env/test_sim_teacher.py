@@ -112,3 +112,16 @@ def test_token_count_tracks_text_length():
     assert count_tokens("(pick-up a)") == 6
     long = state_prompt(EpisodeState("Stack the blocks. " * 50, domain="(define (domain bw))"))
     assert 200 < count_tokens(long) < len(long) // 2
+
+
+def test_halo_report_runs_the_sim_teacher_with_parameters():
+    from typer.testing import CliRunner
+
+    from cluster.cli import app
+
+    result = CliRunner().invoke(app, ["report", "--tasks", "planbench:depots:2", "--policy",
+                                      "rules+teacher:model=sim,profile=stronger,rules+random", "--markdown"])
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if line.startswith("| rules+")]
+    assert [r.split(" | ")[0] for r in rows] == ["| rules+teacher:model=sim,profile=stronger", "| rules+random"]
+    assert all("| sim | 2 |" in r for r in rows)
