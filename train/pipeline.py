@@ -406,10 +406,20 @@ def _train_llm_policy(episodes: list[EpisodeRecord], out: Path, cfg: PipelineCon
     data_dir, stages = _train_variant(episodes, out, "llm", check="validator", augment=cfg.augment_copies, cfg=cfg,
                                       tokenizer_dir="smollm2")
     model_dir = out / "models" / "llm"
-    manifest = train_llm(TrainConfig(data_dir=str(data_dir), base_model="smollm2", out=str(model_dir),
-                                     max_steps=cfg.llm_steps, warmup_steps=max(1, cfg.llm_steps // 10), lr=3e-4,
-                                     batch_size=2, grad_accum=1, max_length=cfg.llm_max_length,
-                                     max_val_examples=32, threads_per_worker=2, seed=cfg.seed))
+    train_cfg = TrainConfig(data_dir=str(data_dir), base_model="smollm2", out=str(model_dir), max_steps=cfg.llm_steps,
+                            warmup_steps=max(1, cfg.llm_steps // 10), lr=3e-4, batch_size=2, grad_accum=1,
+                            max_length=cfg.llm_max_length, max_val_examples=32, threads_per_worker=2, seed=cfg.seed)
+    import ray
+
+    # our own small in-process Ray: ray.init() would join any cluster another process started here
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        manifest = train_llm(train_cfg)
+    finally:
+        if started:
+            ray.shutdown()
     result.stages["llm policy"] = {k: manifest.metrics.get(k) for k in ("global_step", "val_loss", "val_accuracy")}
     result.seconds["llm policy training"] = round(time.perf_counter() - t0, 1)
     return model_dir
