@@ -160,6 +160,9 @@ class SimTeacherChat:
             raise SimWorldMissing("teacher:model=sim answers only inside the simulated agent world (--llm sim)")
         if state is None:
             raise ValueError("the simulated teacher needs the episode state the prompt was built from")
+        if state.task_description != world.task.description:
+            raise SimWorldMissing(f"the simulated world in this context is task {world.task.task_id}'s, not the "
+                                  "task being decided (teacher:model=sim answers only inside its episode)")
         started = time.time()
         rng = random.Random(f"sim-teacher|{self.profile.name}|{world.seed}|{world.task.task_id}|{state.step}|"
                             f"{len(messages)}|{state.plan}|{state.error_category}")

@@ -4,6 +4,7 @@ chat backend, in real episodes with the real solvers."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from dataclasses import replace
 
 import pytest
@@ -89,11 +90,15 @@ def test_unusable_answers_exhaust_retries_and_fall_back(tasks):
     assert all(s.llm_calls >= 2 for s in fallbacks)  # both attempts were paid for
 
 
-def test_sim_teacher_outside_the_simulated_world_is_an_error():
+def test_sim_teacher_outside_the_simulated_world_is_an_error(tasks):
     policy = make_policy("teacher:model=sim")
     assert isinstance(policy, TeacherPolicy)
+    state = EpisodeState("task", domain="(define (domain d))")
     with pytest.raises(SimWorldMissing, match="simulated agent world"):
-        policy.decide(EpisodeState("task", domain="(define (domain d))"))
+        contextvars.Context().run(policy.decide, state)  # no episode: no world in the context
+    SimWorld(next(iter(tasks.values())))  # a world of another task, left in this context
+    with pytest.raises(SimWorldMissing, match="not the task being decided"):
+        policy.decide(state)
 
 
 @pytest.mark.parametrize("spec,message", [
