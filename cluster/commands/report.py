@@ -31,7 +31,13 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("only --llm sim is available here", param_hint="--llm")
         try:
             task_list = load_tasks(tasks)
-            specs = [s.strip() for s in policy.split(",") if s.strip()]
+            specs: list[str] = []
+            for piece in (s.strip() for s in policy.split(",")):
+                # "key=value" continues the previous spec's parameters (teacher:model=sim,profile=stronger)
+                if specs and "=" in piece and ":" not in piece.split("=", 1)[0]:
+                    specs[-1] += "," + piece
+                elif piece:
+                    specs.append(piece)
             policies = {spec: make_policy(spec, seed=seed) for spec in specs}
         except (TaskSpecError, PolicySpecError) as exc:
             typer.echo(f"error: {exc}", err=True)

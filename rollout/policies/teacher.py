@@ -8,7 +8,8 @@ to create the dynamic agent (ID 21) with that task profile.
 
 Policy spec (rollout.policies.make_policy): "teacher:model=<name>,base_url=<url>[,fallback=<id>]
 [,attempts=<n>][,dynamic=true][,timeout=<s>][,concurrency=<n>][,prices=<yaml>]"; missing
-model/base_url come from HALO_LLM_MODEL / HALO_LLM_BASE_URL.
+model/base_url come from HALO_LLM_MODEL / HALO_LLM_BASE_URL. "teacher:model=sim[,profile=...]" answers
+from the simulated agent world instead (rollout/sim/teacher_chat.py).
 """
 
 from __future__ import annotations
@@ -22,9 +23,13 @@ from dataclasses import dataclass
 from rollout.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID, NUM_AGENTS, agent_name
 from rollout.agents.base import ChatBackend
 from rollout.policy import Decision, Policy
+from rollout.sim.world import SimWorldMissing
 from rollout.state import EpisodeState
 
 log = logging.getLogger(__name__)
+
+# A backend that cannot answer in this setting at all (not a failed call): the episode ends with the error.
+_MISCONFIGURED: tuple[type[Exception], ...] = (SimWorldMissing,)
 
 DEFAULT_FALLBACK_ID = 1  # AgentDeepThinkPDDL: the broadest repair when the teacher gives no usable answer
 
@@ -177,9 +182,12 @@ class TeacherPolicy(Policy):
         calls = tokens_in = tokens_out = 0
         cost = 0.0
         problems: list[str] = []
+        extra = {"state": state} if getattr(self.chat, "wants_state", False) else {}
         for attempt in range(1, self.max_attempts + 1):
             try:
-                reply = await self.chat.chat(messages, purpose="teacher")
+                reply = await self.chat.chat(messages, purpose="teacher", **extra)
+            except _MISCONFIGURED:
+                raise
             except Exception as exc:  # noqa: BLE001  any backend failure ends in the logged fallback
                 calls += 1
                 problems.append(f"attempt {attempt}: LLM call failed: {exc}")
@@ -236,6 +244,8 @@ def teacher_factory(params: str, seed: int) -> Policy:
         if not sep:
             raise ValueError(f"teacher parameter {part!r} must look like key=value")
         values[key.strip()] = value.strip()
+    if values.get("model") == "sim":
+        return _sim_teacher(values)
     known = {"model", "base_url", "fallback", "attempts", "dynamic", "timeout", "concurrency", "prices"}
     unknown = set(values) - known
     if unknown:
@@ -253,3 +263,17 @@ def teacher_factory(params: str, seed: int) -> Policy:
                          max_attempts=int(values.get("attempts", 3)),
                          fallback_agent_id=int(values.get("fallback", DEFAULT_FALLBACK_ID)),
                          allow_dynamic=_flag(values.get("dynamic", "false")))
+
+
+def _sim_teacher(values: dict[str, str]) -> Policy:
+    """`teacher:model=sim[,profile=weaker|stronger][,quality=q][,unparsable=p][,attempts=n][,fallback=id]`."""
+    from rollout.sim.teacher_chat import make_sim_teacher_chat
+
+    known = {"model", "profile", "quality", "unparsable", "fallback", "attempts"}
+    unknown = set(values) - known
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {', '.join(sorted(unknown))} for teacher:model=sim; "
+                         f"known: {', '.join(sorted(known))}")
+    chat = make_sim_teacher_chat(values)
+    return TeacherPolicy(chat, model_name=chat.model_name, max_attempts=int(values.get("attempts", 3)),
+                         fallback_agent_id=int(values.get("fallback", DEFAULT_FALLBACK_ID)))

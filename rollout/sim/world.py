@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from rollout.agent_table import NATURAL_LANGUAGE_ID, agent_name
@@ -31,6 +32,9 @@ from rollout.tasks.sexpr import (
 
 _RENDERED: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], tuple[str, str]] = {}
 _RENDERED_MAX = 2048
+# The world of the episode running in this asyncio task (each episode runs in its own task, which
+# copies the context), so a simulated prompted orchestrator can answer from what the world knows.
+_CURRENT_WORLD: ContextVar[SimWorld | None] = ContextVar("halo_sim_world", default=None)
 
 GENERALIST_IDS = (1,)
 DYNAMIC_ID = 21
@@ -82,6 +86,7 @@ class SimWorld:
             raise ValueError(f"task {task.task_id}: the simulated world needs gold PDDL")
         self.task = task
         self.config = config or SimConfig()
+        self.seed = seed
         self.rng = random.Random(f"sim|{seed}|{task.task_id}")
         # shared with every episode of the task: faults edit copies (see faults.render)
         self.gold_domain = parse_shared(task.gold_domain)
@@ -90,6 +95,9 @@ class SimWorld:
         self.rename: dict[str, str] = {}
         self.hint = False
         self.started_empty = False
+        self.draft_plan = ""  # the drafted plan and the plan fault it carries ("" for none)
+        self.draft_plan_fault = ""
+        _CURRENT_WORLD.set(self)
 
     # ------------------------------------------------------------ draft
 
@@ -137,8 +145,11 @@ class SimWorld:
             steps = [s.strip() for s in self.task.gold_plan.splitlines() if s.strip()]
             if self.rng.random() < cfg.plan_fault_prob:
                 kind = self.rng.choice(PLAN_FAULTS)
-                steps = corrupt_plan(steps, kind, self.rng) or steps
+                corrupted = corrupt_plan(steps, kind, self.rng)
+                if corrupted is not None:
+                    steps, self.draft_plan_fault = corrupted, kind
             plan = "".join(self._rename_step(s) + "\n" for s in steps)
+            self.draft_plan = plan
         return Draft(domain, problem, plan)
 
     def render(self) -> tuple[str, str]:
@@ -264,6 +275,15 @@ class SimWorld:
         return outcome.latency_ms / 1000.0 * self.config.latency_scale
 
 
+class SimWorldMissing(RuntimeError):
+    """Something that only works inside the simulated agent world was used outside it."""
+
+
+def current_world() -> SimWorld | None:
+    """The simulated world of the episode running in this asyncio task, if any."""
+    return _CURRENT_WORLD.get()
+
+
 def _reserved_names(domain: list) -> set[str]:
     out: set[str] = set()
     preds = section(domain, ":predicates")
@@ -300,4 +320,5 @@ def describe_agent_area(agent_id: int) -> list[str]:
     return [k for k, fc in CATALOG.items() if agent_id in fc.repaired_by] if agent_id != 21 else ["any"]
 
 
-__all__ = ["Draft", "SimConfig", "SimWorld", "agent_name", "render_natural_language"]
+__all__ = ["Draft", "SimConfig", "SimWorld", "SimWorldMissing", "agent_name", "current_world",
+           "render_natural_language"]
