@@ -36,7 +36,7 @@ class AIMDWindow:
     _since_decrease: int = field(default=0, init=False)
     decreases: int = field(default=0, init=False)
     slow_start: bool = field(default=True, init=False)
-    idle_below: float = 0.85  # solver utilisation under this (and no queue) = CPUs to spare
+    idle_below: float = 0.9  # solver utilisation under this (and no long queue) = CPUs to spare
 
     def on_status(self, *, in_flight: int, solver_utilisation: float, solver_queued: int, llm_waiting: int,
                   cpus: int = 1) -> str:
@@ -44,7 +44,9 @@ class AIMDWindow:
         if in_flight < 0.75 * self.size:  # the window is not full (nothing left to send, or batches
             return "hold"  # on their way): its size says nothing yet
         budget_bound = llm_waiting > max(2, 0.05 * in_flight)
-        cpu_bound = solver_queued > cpus or solver_utilisation >= self.idle_below
+        # A queue of a few calls comes and goes even on half-busy CPUs (episodes arrive in bursts):
+        # only a longer one, or threads busy nearly all the time, says the CPUs are the limit.
+        cpu_bound = solver_queued > 4 * cpus or solver_utilisation >= self.idle_below
         if budget_bound or cpu_bound:
             if self.slow_start:
                 self.slow_start = False
