@@ -210,6 +210,11 @@ class RolloutWorker:
     def pid(self) -> int:
         return os.getpid()
 
+    def node_id(self) -> str:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
     def status(self) -> dict[str, float]:
         """A cheap snapshot the driver polls twice a second: window control and the live panel."""
         now, busy = time.perf_counter(), self.executor.busy_s

@@ -10,7 +10,6 @@ import time
 import pytest
 import ray
 from ray.cluster_utils import Cluster
-from ray.util.state import list_actors
 
 from rollout.driver import RolloutConfig, RolloutJob
 from rollout.store import TrajectoryStore
@@ -56,9 +55,8 @@ def test_a_node_killed_mid_job_loses_and_duplicates_no_episode(tmp_path, two_nod
     while time.monotonic() < deadline and job.stats.done < 10:
         time.sleep(0.2)
     assert job.stats.done >= 10, "the job did not get going"
-    actor_nodes = {a["node_id"] for a in list_actors(filters=[("state", "=", "ALIVE")])
-                   if a["class_name"] == "RolloutWorker"}
-    assert len(actor_nodes) == 2  # one worker on each node
+    actor_nodes = set(ray.get([slot.actor.node_id.remote() for slot in job.slots]))
+    assert actor_nodes == {nodes[0].node_id, nodes[1].node_id}  # one worker on each node
     in_flight_before = job.stats.in_flight
     cluster.remove_node(nodes[1], allow_graceful=False)
     runner.join(timeout=300)
