@@ -35,8 +35,12 @@ class StudentHTTPPolicy(Policy):
     name = "student"
 
     def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 10.0, *,
-                 retries: int = 4, backoff_s: float = 0.1, max_backoff_s: float = 5.0) -> None:
+                 retries: int = 4, backoff_s: float = 0.1, max_backoff_s: float = 5.0, pool: int = 64) -> None:
         self.base_url = base_url.rstrip("/")
+        # One bounded pool per process: with a thousand episodes in flight, decisions queue for a
+        # connection (no pool timeout) instead of opening a thousand sockets or failing.
+        self._limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
+        self._async_timeout = httpx.Timeout(timeout, pool=None)
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV, "")
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.timeout = timeout
@@ -59,7 +63,8 @@ class StudentHTTPPolicy(Policy):
         # An AsyncClient belongs to the event loop it was created in; rollouts may use several loops.
         loop = asyncio.get_running_loop()
         if self._aclient is None or self._aloop is not loop:
-            self._aclient = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, timeout=self.timeout)
+            self._aclient = httpx.AsyncClient(base_url=self.base_url, headers=self._headers,
+                                              timeout=self._async_timeout, limits=self._limits)
             self._aloop = loop
         return self._aclient
 
