@@ -142,10 +142,11 @@ def budget(args: argparse.Namespace) -> bool:
     def sample(job: Any, stop: threading.Event) -> None:
         while not stop.wait(1.0):
             st = _server_stats(url)
-            samples.append((time.monotonic(), st["requests"], job.stats.remaining))
+            # episodes not yet dispatched: while there are some, the job wants all the budget gives
+            samples.append((time.monotonic(), st["requests"], job.stats.remaining - job.stats.in_flight))
 
-    # ~6 calls per episode: enough episodes to keep the budget busy for `seconds`
-    episodes = int(rpm / 60 * seconds / 6) + 40
+    # ~3.3 calls per episode: enough episodes to keep the budget busy for `seconds`
+    episodes = int(rpm / 60 * seconds / 3) + 100
     work = tempfile.mkdtemp(prefix="halo-bench-budget-")
     handle = _cluster(4)
     try:
@@ -158,16 +159,14 @@ def budget(args: argparse.Namespace) -> bool:
         shutdown(handle)
         proc.terminate()
         proc.wait(10)
-    # The steady part: from 10 s after the first request until fewer episodes are left than the
-    # window holds (the drain, when fewer calls are wanted than the budget allows).
-    t_first = final["first_at"]
-    steady = [x for x in samples if x[2] > s.max_in_flight]
-    t0 = samples[0][0] + 10
-    window = [x for x in steady if x[0] >= t0]
+    # The steady part: from 10 s after the first request until no episode is left to dispatch
+    # (then the drain: fewer calls are wanted than the budget allows).
+    started = [x for x in samples if x[1] > 0]
+    window = [x for x in started if x[0] >= started[0][0] + 10 and x[2] > 0] if started else []
     if len(window) >= 2:
         sustained = (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0]) * 60
     else:
-        sustained = final["requests"] / max(1e-9, final["last_at"] - t_first) * 60
+        sustained = final["requests"] / max(1e-9, final["last_at"] - final["first_at"]) * 60
     share_429 = final["rate_limited"] / max(1, final["requests"] + final["rate_limited"])
     print(f"# B. budget: {episodes} episodes, 4 workers, every simulated call over HTTP to a local server "
           f"enforcing {rpm:.0f} requests/min; --llm-rpm {rpm:.0f} --llm-concurrency {concurrency}")
