@@ -266,7 +266,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--llm-episodes", type=int, default=None, help="A: episodes per job (default 4000; --quick 1000)")
     g.add_argument("--budget", action="store_true", help="B: the job-wide budget against a rate-limited server")
     g.add_argument("--budget-rpm", type=float, default=1200.0)
-    g.add_argument("--budget-concurrency", type=int, default=64)
+    g.add_argument("--budget-concurrency", type=int, default=96,
+                   help="B: at least rpm/60 x mean latency (1,200 rpm x ~3.2 s mean = 64) plus headroom")
     g.add_argument("--budget-s", type=float, default=90.0, help="B: about how long the budget is kept busy")
     g.add_argument("--in-flight", type=int, default=0, metavar="N", help="C: hold N episodes in one worker")
     g.add_argument("--in-flight-latency-ms", type=float, default=None)
