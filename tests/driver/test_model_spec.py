@@ -32,7 +32,7 @@ def model_dir(tmp_path_factory) -> Path:
 
 def test_halo_report_runs_a_trained_model_and_its_majority_class(model_dir):
     result = subprocess.run([HALO, "report", "--tasks", "planbench:blocksworld:3",
-                             "--policy", f"rules+model:{model_dir},rules+majority:{model_dir}"],
+                             "--policy", f"rules+model:{model_dir},rules+majority:{model_dir}", "--markdown"],
                             capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"rules+model:{model_dir}" in result.stdout and f"rules+majority:{model_dir}" in result.stdout

@@ -99,7 +99,7 @@ def test_429s_from_the_endpoint_slow_the_job_and_calls_still_finish(gate_slot):
     coordinator = BudgetCoordinator(limits, burst_s=1.0)
     with SimOpenAIServer(rpm=600, burst_s=0.5, latency_ms=10) as server:
         install_gate(LLMGate(coordinator, limits, worker="w1"))
-        client = OpenAIChatClient(LLMConfig(base_url=server.base_url, model="m", max_attempts=8,
+        client = OpenAIChatClient(LLMConfig(base_url=server.base_url, model="m", max_attempts=30,
                                             backoff_base_s=0.05, max_concurrency=64))
 
         async def run() -> None:
