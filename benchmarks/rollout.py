@@ -2,6 +2,7 @@
 
     python benchmarks/rollout.py [--episodes 480] [--tasks planbench:all] [--store-rows 100000] [--dashboard]
                                  [--repeats 2]
+    python benchmarks/rollout.py --llm-bound | --budget | --in-flight 5000 [--quick]   (rollout_regimes.py)
 
 Jobs run in the order 1, 2, 2, 1 workers (--repeats 1: 1, 2), so a drift in the machine's speed
 during the run weighs on both sides alike; figures 1 and 2 are over all jobs of a kind.
@@ -126,10 +127,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, choices=(1, 2), default=2,
                         help="2: jobs in the order 1-2-2-1 workers, ratios over both pairs; 1: one job each")
     parser.add_argument("--store-only", action="store_true", help="only section 3's store throughput (no Ray)")
+    regimes = _regimes()
+    regimes.add_arguments(parser)
     args = parser.parse_args()
     if args.store_only:
         _store_only(args)
         return
+    if args.llm_bound or args.budget or args.in_flight:
+        sys.exit(0 if regimes.run(args) else 1)
 
     work = Path(tempfile.mkdtemp(prefix="halo-bench-"))
     try:
@@ -186,6 +191,17 @@ def main() -> None:
               f"{last.commits} commits, {last.commit_s:.2f}s busy")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _regimes():  # noqa: ANN202
+    """benchmarks/rollout_regimes.py: the LLM-latency-bound sections A-C (--llm-bound, --budget, --in-flight)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().with_name("rollout_regimes.py")
+    spec = importlib.util.spec_from_file_location("rollout_regimes", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
 
 
 def _timed_job(store_dir: Path, args: argparse.Namespace, workers: int, run_id: str):  # noqa: ANN202

@@ -154,15 +154,18 @@ class AsyncDecisionClient(_Base):
     """Async client; an httpx.AsyncClient belongs to one event loop, so this one is (re)made per loop."""
 
     def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 10.0,
-                 retry: RetryPolicy | None = None) -> None:
+                 retry: RetryPolicy | None = None, pool: int = 64) -> None:
         super().__init__(base_url, api_key, timeout, retry)
+        self._limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
+        self._timeout = httpx.Timeout(timeout, pool=None)
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def _pool(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
-            self._client = httpx.AsyncClient(base_url=self.base_url, headers=self.headers, timeout=self.timeout)
+            self._client = httpx.AsyncClient(base_url=self.base_url, headers=self.headers, timeout=self._timeout,
+                                             limits=self._limits)
             self._loop = loop
         return self._client
 

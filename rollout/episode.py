@@ -176,7 +176,7 @@ async def run_episode(task: Task, policy: Policy, config: EpisodeConfig, *, epis
 async def _run_loop(task: Task, policy: Policy, config: EpisodeConfig, record: EpisodeRecord) -> None:
     sim: SimWorld | None = None
     if config.llm_backend == "sim":
-        sim = SimWorld(task, config.sim or SimConfig(), seed=config.seed)
+        sim = SimWorld(task, config.sim or SimConfig(), seed=config.seed, transport=config.llm)
     rng = random.Random(f"agents|{config.seed}|{task.task_id}")
     ctx = AgentContext(task=task, limits=config.limits, rng=rng, llm=config.llm, sim=sim,
                        llm_backend_name=config.llm_backend)

@@ -15,7 +15,13 @@ def register(app: typer.Typer) -> None:
         tasks: str = typer.Option("planbench:all", "--tasks", help="task spec (default: bundled PlanBench)"),
         policy: str = typer.Option("rules+scripted", "--policy", help="policy spec: rules+scripted, random, "
                                                                       "student:URL, ..."),
-        llm: str = typer.Option("sim", "--llm", help="sim (simulated agent world) or openai:MODEL[@BASE_URL]"),
+        llm: str = typer.Option("sim", "--llm", help="sim[:realtime=1,latency_ms=2500,latency_sigma=0.5,"
+                                                     "base_url=URL] (simulated agent world) or "
+                                                     "openai:MODEL[@BASE_URL]"),
+        llm_rpm: float = typer.Option(None, "--llm-rpm", help="LLM requests/min for the whole job (all workers)"),
+        llm_tpm: float = typer.Option(None, "--llm-tpm", help="LLM tokens/min for the whole job (all workers)"),
+        llm_concurrency: int = typer.Option(None, "--llm-concurrency",
+                                            help="LLM calls in flight at once for the whole job"),
         store: str = typer.Option(None, "--store", help="store URL: a directory or s3://bucket/prefix "
                                                         "(default: $HALO_STORE_URL or ./halo-data)"),
         episodes: int = typer.Option(200, "--episodes", help="episodes to run (tasks are cycled with new seeds)"),
@@ -45,7 +51,8 @@ def register(app: typer.Typer) -> None:
         config = RolloutConfig(store_url=store or Settings.from_env().store_url, tasks=tasks, policy=policy,
                                llm=llm, episodes=episodes, replicas=replicas, cpus_per_worker=cpus_per_worker,
                                run_id=run_id, seed=seed, max_steps=max_steps, progress=progress,
-                               retry_quarantined=retry_quarantined, backup_tail=backup_tail)
+                               retry_quarantined=retry_quarantined, backup_tail=backup_tail, llm_rpm=llm_rpm,
+                               llm_tpm=llm_tpm, llm_concurrency=llm_concurrency)
         try:
             job = RolloutJob(config)
         except (TaskSpecError, PolicySpecError, ValueError) as exc:

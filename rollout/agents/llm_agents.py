@@ -7,8 +7,6 @@ does. Neither path raises for bad model output: a failed call is an AgentOutcome
 
 from __future__ import annotations
 
-import asyncio
-
 from rollout.agent_table import DYNAMIC_AGENT_ID, NOOP_ID
 from rollout.agents.base import Agent, AgentContext, AgentOutcome, register
 from rollout.state import EpisodeState
@@ -21,9 +19,9 @@ class LLMAgent(Agent):
                     ) -> AgentOutcome:
         if ctx.sim is not None:
             outcome = ctx.sim.apply_llm_agent(self.agent_id, state, dynamic_profile=dynamic_profile)
-            delay = getattr(ctx.sim, "wall_delay_s", None)
-            if delay is not None:
-                await asyncio.sleep(delay(outcome))
+            wait = getattr(ctx.sim, "wait", None)
+            if wait is not None:
+                return await wait(outcome, state)
             return outcome
         if ctx.llm is None:
             return AgentOutcome(state.domain, state.problem, ok=False,

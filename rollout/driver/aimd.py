@@ -6,6 +6,13 @@ worker's CPUs mean the CPUs are saturated: the window stops growing (more episod
 wait), but a short queue is what keeps the solver threads busy between episodes, so it is only
 cut when calls wait far longer than they run. (Halving at the first queue kept windows at 1-2 in
 the simulated world and left the CPUs idle while each worker waited for its next episode.)
+
+Slow start (`on_status`, fed twice a second from the worker's own counters): while the worker's
+solver threads have idle time, nothing queues for them and no LLM call waits for the job's
+budget, the window doubles per status; the first sign of saturation (a solver queue, the budget)
+ends slow start, after which idle CPUs grow it by a sixteenth per status. In the LLM-bound
+regime (episodes mostly wait seconds on LLM calls) this reaches hundreds or thousands in flight
+within seconds instead of +1 per window of completions, which took minutes.
 """
 
 from __future__ import annotations
@@ -28,6 +35,28 @@ class AIMDWindow:
     _latency_samples: int = field(default=0, init=False)
     _since_decrease: int = field(default=0, init=False)
     decreases: int = field(default=0, init=False)
+    slow_start: bool = field(default=True, init=False)
+    idle_below: float = 0.9  # solver utilisation under this (and no long queue) = CPUs to spare
+
+    def on_status(self, *, in_flight: int, solver_utilisation: float, solver_queued: int, llm_waiting: int,
+                  cpus: int = 1) -> str:
+        """Feed one worker status; returns "increase", "hold" (or "exit" when slow start ends)."""
+        if in_flight < 0.75 * self.size:  # the window is not full (nothing left to send, or batches
+            return "hold"  # on their way): its size says nothing yet
+        budget_bound = llm_waiting > max(2, 0.05 * in_flight)
+        # A queue of a few calls comes and goes even on half-busy CPUs (episodes arrive in bursts):
+        # only a longer one, or threads busy nearly all the time, says the CPUs are the limit.
+        cpu_bound = solver_queued > 4 * cpus or solver_utilisation >= self.idle_below
+        if budget_bound or cpu_bound:
+            if self.slow_start:
+                self.slow_start = False
+                return "exit"
+            return "hold"
+        if self.slow_start:
+            self.limit = min(self.max_limit, self.limit * 2)
+        else:
+            self.limit = min(self.max_limit, self.limit + max(1.0, self.limit / 16))
+        return "increase"
 
     @property
     def size(self) -> int:
@@ -52,7 +81,11 @@ class AIMDWindow:
                 self._latency_baseline += self.baseline_alpha * (llm_latency_ms - self._latency_baseline)
             if self._latency_samples >= 5 and self._latency_ewma > self.latency_factor * self._latency_baseline:
                 return self._decrease()
-        if solver_run_s > 0 and solver_wait_s > self.queue_cut_factor * solver_run_s:
+        # The queue that counts as far too long grows with the window: with hundreds of episodes in
+        # flight (LLM-bound), bursts of a dozen solver calls are normal and cutting on them halved
+        # windows the CPUs needed (0.61x of the CPU-bound rate instead of ~1x).
+        cut = self.queue_cut_factor * max(1.0, self.limit / 16)
+        if solver_run_s > 0 and solver_wait_s > cut * solver_run_s:
             return self._decrease()
         if solver_run_s > 0 and solver_wait_s > self.queue_factor * solver_run_s:
             return "hold"
@@ -62,6 +95,7 @@ class AIMDWindow:
     def _decrease(self) -> str:
         if self._since_decrease < self.limit:  # one cut per window, not one per slow episode
             return "hold"
+        self.slow_start = False
         self.limit = max(self.min_limit, self.limit / 2)
         self._since_decrease = 0
         self.decreases += 1

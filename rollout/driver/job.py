@@ -48,7 +48,8 @@ log = logging.getLogger(__name__)
 
 IDENTITY_KEYS = ("tasks", "policy", "llm", "seed", "max_steps")
 MAX_UNCOMMITTED = 5_000  # finished episodes waiting for the committer before dispatch pauses
-MAX_AUTO_BATCH = 4  # the most episodes per Ray call when episodes_per_call is not set
+MAX_AUTO_BATCH = 4  # the most episodes per Ray call when episodes_per_call is not set, up to a window of 128
+MAX_BIG_BATCH = 64  # ... for larger windows: a thirty-second of the window, so calls in flight stay ~32
 
 
 @dataclass
@@ -70,7 +71,7 @@ class RolloutConfig:
     # Episodes in flight per worker at start (default 8 x its CPUs: two batches of 4, so Ray's
     # per-call cost is shared by 4 episodes; AIMD moves it from there).
     initial_window: int | None = None
-    max_window: int = 64
+    max_window: int = 10_000  # slow start grows windows as far as CPUs and the LLM budget allow
     # Episodes per Ray call. None: half the worker's window, at most MAX_AUTO_BATCH, so each worker
     # still has two calls in flight and one slow episode does not hold back the rest.
     episodes_per_call: int | None = None
@@ -84,6 +85,12 @@ class RolloutConfig:
     progress: bool = True
     code_version: str = ""
     episode_fn: EpisodeFn | None = None  # a different episode function (benchmarks, fault tests)
+    # The LLM budget of the whole job, across all workers on all nodes (rollout/llm/budget.py).
+    llm_rpm: float | None = None
+    llm_tpm: float | None = None
+    llm_concurrency: int | None = None
+    llm_pool: int = 512  # connections of each worker's one LLM client (bounded by llm_concurrency)
+    status_interval_s: float = 0.5  # how often the driver reads each worker's counters
 
     def identity(self) -> dict[str, Any]:
         return {"tasks": self.tasks, "policy": self.policy, "llm": self.llm, "seed": self.seed,
@@ -117,6 +124,9 @@ class RolloutSummary:
     commit_s: float
     rows_committed: int
     message: str = ""
+    max_in_flight: int = 0  # the most episodes in flight at once, all workers
+    llm_429: int = 0  # rate-limited answers the workers saw
+    budget: dict[str, Any] = field(default_factory=dict)  # the budget coordinator's counters
     solver_cache: dict[str, float] = field(default_factory=dict)  # hits/misses summed over the workers
 
     @property
@@ -137,6 +147,11 @@ class _Slot:
     in_flight: int = 0
     solo: bool = False  # running one suspect episode alone
     dead: bool = False
+    ready: bool = False  # answered once (a replacement may wait for a node with a free CPU)
+    ready_ref: Any = None
+    status_ref: Any = None
+    status: dict[str, float] = field(default_factory=dict)
+    pid: int = 0
 
 
 @dataclass
@@ -172,7 +187,8 @@ class RolloutJob:
         self.specs = plan_episodes(self.tasks, config.episodes, self.run_id, config.seed)
         self.store = store or TrajectoryStore(config.store_url, storage_options=config.storage_options,
                                               retry=RetryPolicy(budget_s=config.store_retry_budget_s))
-        self.stats = ProgressStats(total=len(self.specs))
+        self.stats = ProgressStats(total=len(self.specs), llm_rpm_limit=config.llm_rpm, llm_tpm_limit=config.llm_tpm,
+                                   llm_concurrency_limit=config.llm_concurrency)
         self.slots: list[_Slot] = []
         self.worker_restarts = 0
         self.backups = 0
@@ -184,6 +200,13 @@ class RolloutJob:
         self._solver_cache: dict[int, dict] = {}  # pid -> its solvers.cache_stats(), last seen
         self._t_dispatch = self._t_end = 0.0
         self.faults: dict[str, _TaskFaults] = {}
+        from rollout.llm.budget import BudgetLimits
+
+        self.budget_limits = BudgetLimits(config.llm_rpm, config.llm_tpm, config.llm_concurrency)
+        self.budget: Any = None  # the BudgetCoordinator actor, when limits are set
+        self.budget_stats: dict[str, Any] = {}
+        self._last_status = 0.0
+        self._rate_marks: deque[tuple[float, float, float]] = deque()  # (time, requests, tokens)
 
     # ---- public --------------------------------------------------------------------------
 
@@ -236,6 +259,7 @@ class RolloutJob:
                 return "failed", str(committer.failure)
             if self._stop_reason:
                 return "failed", self._stop_reason
+            self._poll_workers(state)
             if committer.pending < MAX_UNCOMMITTED:  # backpressure: let a slow store catch up
                 self._dispatch(state)
             refs = list(state.in_flight)
@@ -253,6 +277,7 @@ class RolloutJob:
                     self._collect(ref, state, committer)
             self.stats.in_flight = sum(s.in_flight for s in self.slots if not s.dead)
             self.stats.window = sum(s.window.size for s in self.slots if not s.dead)
+            self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
             self.stats.committed = committer.committed
             display.refresh()
             if time.monotonic() - last_meta > 15:
@@ -265,9 +290,66 @@ class RolloutJob:
         """Episodes in flight that no copy has finished (losing tail backups are not waited for)."""
         return any(spec.episode_id not in state.done for specs, _ in state.in_flight.values() for spec in specs)
 
+    def _poll_workers(self, state: _State) -> None:
+        """Replacement workers that came up; every status_interval_s each worker's counters, which
+        drive its window's slow start and the live panel. Never blocks."""
+        import ray
+
+        starting = {slot.ready_ref: slot for slot in self.slots if not slot.dead and not slot.ready}
+        if starting:
+            done, _ = ray.wait(list(starting), num_returns=len(starting), timeout=0)
+            for ref in done:
+                slot = starting[ref]
+                try:
+                    slot.pid = ray.get(ref)
+                    slot.ready = True
+                except ray.exceptions.RayError:
+                    self._worker_died(slot, state)
+        asked = {slot.status_ref: slot for slot in self.slots if slot.status_ref is not None and not slot.dead}
+        if asked:
+            done, _ = ray.wait(list(asked), num_returns=len(asked), timeout=0)
+            for ref in done:
+                slot = asked[ref]
+                slot.status_ref = None
+                try:
+                    slot.status = ray.get(ref)
+                except ray.exceptions.RayError:
+                    continue  # the batch calls report the death
+                st = slot.status
+                slot.window.on_status(in_flight=int(st["in_flight"]), solver_utilisation=st["solver_utilisation"],
+                                      solver_queued=int(st["solver_queued"]), llm_waiting=int(st["llm_waiting"]),
+                                      cpus=self.config.cpus_per_worker)
+            self._panel_stats()
+        now = time.monotonic()
+        if now - self._last_status >= self.config.status_interval_s:
+            self._last_status = now
+            for slot in self.slots:
+                if slot.ready and not slot.dead and slot.status_ref is None:
+                    slot.status_ref = slot.actor.status.remote()
+
+    def _panel_stats(self) -> None:
+        live = [slot.status for slot in self.slots if not slot.dead and slot.status]
+        s = self.stats
+        s.llm_in_flight = int(sum(st["llm_in_flight"] for st in live))
+        s.llm_waiting = int(sum(st["llm_waiting"] for st in live))
+        s.solver_queued = int(sum(st["solver_queued"] for st in live))
+        # Counters of workers that died are lost from the sums; the rates come from a 60 s window.
+        s.llm_429 = max(s.llm_429, int(sum(st["llm_429"] for st in live)))
+        requests = sum(st["llm_requests"] for st in live)
+        tokens = sum(st["llm_tokens"] for st in live)
+        now = time.monotonic()
+        marks = self._rate_marks
+        marks.append((now, requests, tokens))
+        while len(marks) > 2 and now - marks[0][0] > 60:
+            marks.popleft()
+        t0, r0, k0 = marks[0]
+        if now - t0 >= 1.0 and requests >= r0:
+            s.llm_rpm = (requests - r0) / (now - t0) * 60
+            s.llm_tpm = (tokens - k0) / (now - t0) * 60
+
     def _dispatch(self, state: _State) -> None:
         for slot in self.slots:
-            if slot.dead or slot.solo:
+            if slot.dead or slot.solo or not slot.ready:
                 continue
             if state.suspects and slot.in_flight == 0:
                 spec = self._next(state.suspects)
@@ -287,7 +369,7 @@ class RolloutJob:
             self._dispatch_backups(state)
 
     def _dispatch_backups(self, state: _State) -> None:
-        idle = [slot for slot in self.slots if not slot.dead and not slot.solo and slot.in_flight == 0]
+        idle = [slot for slot in self.slots if slot.ready and not slot.dead and not slot.solo and slot.in_flight == 0]
         if not idle:
             return
         # Newest first: they started last, so they are likely to finish last. An episode already
@@ -306,7 +388,8 @@ class RolloutJob:
     def _batch_size(self, slot: _Slot) -> int:
         if self.config.episodes_per_call is not None:
             return self.config.episodes_per_call
-        return max(1, min(MAX_AUTO_BATCH, slot.window.size // 2))
+        size = slot.window.size
+        return max(1, min(MAX_AUTO_BATCH, size // 2), min(MAX_BIG_BATCH, size // 32))
 
     def _next(self, queue: deque[EpisodeSpec]) -> EpisodeSpec | None:
         while queue:
@@ -413,6 +496,9 @@ class RolloutJob:
         if slot.dead:
             return
         slot.dead = True
+        if self.budget is not None and slot.pid:  # its LLM calls died with it: their slots come back
+            with contextlib.suppress(Exception):
+                self.budget.forget_worker.remote(f"worker-{slot.pid}")
         self.stats.errors["worker_died"] += 1
         refs = [ref for ref, (_, s) in state.in_flight.items() if s is slot]
         lost = [spec for ref in refs for spec in state.in_flight.pop(ref)[0]]
@@ -477,24 +563,44 @@ class RolloutJob:
         cpus = int(ray.cluster_resources().get("CPU", 1))
         replicas = self.config.replicas or max(1, cpus // self.config.cpus_per_worker)
         replicas = max(1, min(replicas, n_todo))
+        if self.budget_limits.enabled:
+            self.budget = self._start_budget()
         self._setup_ref = ray.put(WorkerSetup(
             run_id=self.run_id, tasks=self.tasks, policy_spec=self.config.policy, llm_spec=self.config.llm,
             max_steps=self.config.max_steps, seed=self.config.seed, cpus=self.config.cpus_per_worker,
             code_version=self.config.code_version, solver_timeout_s=self.config.solver_timeout_s,
-            episode_fn=self.config.episode_fn))
+            episode_fn=self.config.episode_fn, budget=self.budget,
+            budget_limits=self.budget_limits if self.budget is not None else None, llm_pool=self.config.llm_pool))
         self._cls = self._actor_class()
         self._max_restarts = (self.config.max_worker_restarts if self.config.max_worker_restarts is not None
                               else 4 * replicas + 4)
         self.slots = [self._new_slot(i) for i in range(replicas)]
         self.stats.workers = replicas
         t0 = time.monotonic()
-        ray.get([slot.actor.pid.remote() for slot in self.slots])  # fail early if a worker cannot start
+        pids = ray.get([slot.ready_ref for slot in self.slots])  # fail early if a worker cannot start
+        for slot, pid in zip(self.slots, pids, strict=True):
+            slot.ready, slot.pid = True, pid
         self.startup_s = time.monotonic() - t0
+
+    def _start_budget(self) -> Any:
+        """The job's one LLM budget: an actor on the driver's node (it lives as long as the job,
+        whichever worker nodes die), using no CPU."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from rollout.llm.budget import BudgetCoordinator
+
+        here = ray.get_runtime_context().get_node_id()
+        actor = ray.remote(num_cpus=0, max_restarts=0)(BudgetCoordinator).options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True)).remote(self.budget_limits)
+        ray.get(actor.ping.remote())
+        return actor
 
     def _new_slot(self, index: int) -> _Slot:
         initial = self.config.initial_window or 8 * self.config.cpus_per_worker
-        window = AIMDWindow(limit=float(initial), max_limit=float(self.config.max_window))
-        return _Slot(index, self._cls.remote(self._setup_ref), window)
+        window = AIMDWindow(limit=float(min(initial, self.config.max_window)), max_limit=float(self.config.max_window))
+        actor = self._cls.remote(self._setup_ref)
+        return _Slot(index, actor, window, ready_ref=actor.pid.remote())
 
     def _replace_worker(self, slot: _Slot) -> None:
         import ray
@@ -515,6 +621,14 @@ class RolloutJob:
                 with contextlib.suppress(Exception):  # already gone
                     ray.kill(slot.actor, no_restart=True)
                 slot.dead = True
+        if self.budget is not None:
+            import ray
+
+            with contextlib.suppress(Exception):
+                self.budget_stats = ray.get(self.budget.stats.remote(), timeout=10)
+            with contextlib.suppress(Exception):
+                ray.kill(self.budget, no_restart=True)
+            self.budget = None
 
     # ---- run metadata --------------------------------------------------------------------
 
@@ -562,6 +676,7 @@ class RolloutJob:
             retries=self.stats.retries, backups=self.backups, commits=committer.commits, commit_s=committer.commit_s,
             rows_committed=committer.rows, message=message,
             solver_cache={k: sum(c.get(k, 0) for c in self._solver_cache.values()) for k in ("hits", "misses")},
+            max_in_flight=self.stats.max_in_flight, llm_429=self.stats.llm_429, budget=dict(self.budget_stats),
         )
 
     def _finish_meta(self, meta: RunMeta, summary: RolloutSummary) -> None:

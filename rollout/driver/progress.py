@@ -24,6 +24,17 @@ class ProgressStats:
     in_flight: int = 0
     workers: int = 0
     window: int = 0  # sum of the workers' AIMD windows
+    max_in_flight: int = 0
+    # From the workers' status counters (rollout/llm/budget.py GateStats), summed over workers:
+    llm_in_flight: int = 0
+    llm_waiting: int = 0  # LLM calls waiting for the job's budget
+    llm_rpm: float = 0.0  # requests and tokens per minute over the last minute
+    llm_tpm: float = 0.0
+    llm_429: int = 0
+    solver_queued: int = 0  # episodes waiting for a solver CPU
+    llm_rpm_limit: float | None = None
+    llm_tpm_limit: float | None = None
+    llm_concurrency_limit: int | None = None
     retries: int = 0
     quarantined_tasks: int = 0
     dropped: int = 0  # episodes of quarantined tasks, given up
@@ -62,6 +73,17 @@ def _fmt_s(seconds: float | None) -> str:
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
+def _against(value: float, limit: float | None) -> str:
+    return f"{value:,.0f}" + (f"/{limit:,.0f} ({value / limit:.0%})" if limit else "")
+
+
+def llm_text(stats: ProgressStats) -> str:
+    return (f"{_against(stats.llm_in_flight, stats.llm_concurrency_limit)} calls in flight"
+            f" ({stats.llm_waiting} waiting for the budget)"
+            f"   {_against(stats.llm_rpm, stats.llm_rpm_limit)} requests/min"
+            f"   {_against(stats.llm_tpm, stats.llm_tpm_limit)} tokens/min   {stats.llm_429} x 429")
+
+
 def render(stats: ProgressStats, title: str) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
@@ -72,6 +94,8 @@ def render(stats: ProgressStats, title: str) -> Table:
     table.add_row("success so far", stats.success_text())
     table.add_row("committed", f"{stats.committed} new   in flight {stats.in_flight} "
                                f"(window {stats.window} over {stats.workers} workers)")
+    table.add_row("LLM", llm_text(stats))
+    table.add_row("solver CPUs", f"{stats.solver_queued} episodes waiting for a solver CPU")
     errors = ", ".join(f"{k} {v}" for k, v in stats.errors.most_common(6)) or "none"
     table.add_row("errors", errors)
     if stats.quarantined_tasks or stats.retries:
@@ -109,7 +133,8 @@ class ProgressDisplay:
             self._last_log = time.monotonic()
             s = self.stats
             self.console.print(f"[{self.title}] {s.resumed + s.done}/{s.total} episodes, {s.rate:.1f}/s, "
-                               f"success {s.success_text()}, ETA {_fmt_s(s.eta_s)}, "
+                               f"success {s.success_text()}, ETA {_fmt_s(s.eta_s)}, in flight {s.in_flight}, "
+                               f"LLM {llm_text(s)}, {s.solver_queued} waiting for a solver CPU, "
                                f"errors {dict(s.errors) or 'none'}", highlight=False)
 
     def __exit__(self, *exc: object) -> None:

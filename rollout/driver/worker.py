@@ -42,6 +42,9 @@ class WorkerSetup:
     code_version: str = ""
     solver_timeout_s: float | None = None
     episode_fn: EpisodeFn | None = None  # None: rollout.episode.run_episode
+    budget: Any = None  # the job's BudgetCoordinator actor (rollout.llm.budget), None: no limits
+    budget_limits: Any = None  # its BudgetLimits
+    llm_pool: int = 512  # HTTP connections (and calls in flight) of the worker's one LLM client
 
 
 @dataclass(frozen=True)
@@ -99,13 +102,19 @@ class WorkerBatch:
 
 
 def parse_llm_spec(spec: str) -> tuple[str, str | None, str | None]:
-    """"sim" | "openai:MODEL" | "openai:MODEL@BASE_URL" -> (backend name, model, base URL)."""
+    """"sim[:k=v,...]" | "openai:MODEL" | "openai:MODEL@BASE_URL" -> (backend name, model, base URL).
+
+    A sim spec's parameters (rollout/sim/spec.py) are checked here; the backend name stays "sim"."""
+    from rollout.sim.spec import is_sim_spec, parse_sim_spec
+
     spec = spec.strip()
-    if spec == "sim":
+    if is_sim_spec(spec):
+        parse_sim_spec(spec)
         return "sim", None, None
     kind, _, rest = spec.partition(":")
     if kind != "openai" or not rest:
-        raise ValueError(f"unknown --llm {spec!r}: use sim, openai:MODEL or openai:MODEL@BASE_URL "
+        raise ValueError(f"unknown --llm {spec!r}: use sim[:realtime=1,latency_ms=...,latency_sigma=...], "
+                         f"openai:MODEL or openai:MODEL@BASE_URL "
                          f"(base URL and key may also come from HALO_LLM_BASE_URL / HALO_LLM_API_KEY)")
     model, _, url = rest.partition("@")
     return f"openai:{model}", model, url or None
@@ -120,12 +129,18 @@ class MeteredExecutor(ThreadPoolExecutor):
         self.wait_s = 0.0  # exponentially weighted averages
         self.run_s = 0.0
         self.calls = 0
+        self.queued = 0  # calls waiting for a thread now (episodes waiting on a solver CPU)
+        self.busy_s = 0.0  # thread-seconds of finished calls
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         submitted = time.perf_counter()
+        with self._lock:
+            self.queued += 1
 
         def timed() -> Any:
             started = time.perf_counter()
+            with self._lock:
+                self.queued -= 1
             try:
                 return fn(*args, **kwargs)
             finally:
@@ -136,6 +151,7 @@ class MeteredExecutor(ThreadPoolExecutor):
     def _record(self, wait: float, run: float) -> None:
         with self._lock:
             self.calls += 1
+            self.busy_s += run
             a = 0.1 if self.calls > 10 else 1.0 / self.calls
             self.wait_s += a * (wait - self.wait_s)
             self.run_s += a * (run - self.run_s)
@@ -145,17 +161,34 @@ class RolloutWorker:
     """Wrapped with ray.remote by the job; also usable directly (tests, a local debug run)."""
 
     def __init__(self, setup: WorkerSetup) -> None:
+        from rollout.llm import LLMConfig, OpenAIChatClient, config_from_env
+        from rollout.llm.budget import LLMGate, install_gate
         from rollout.policies import make_policy
+        from rollout.sim.spec import parse_sim_spec
+        from rollout.sim.world import SimConfig
 
         self.setup = setup
+        # Every LLM call of this process (agents, teacher, simulated world) draws from the job's budget.
+        self.gate = install_gate(LLMGate(setup.budget, setup.budget_limits, worker=f"worker-{os.getpid()}"))
         self.policy = make_policy(setup.policy_spec, seed=setup.seed)
         self.backend, model, base_url = parse_llm_spec(setup.llm_spec)
+        pool = setup.llm_pool
+        if setup.budget_limits is not None and setup.budget_limits.concurrency:
+            pool = max(1, min(pool, int(setup.budget_limits.concurrency)))
         self.llm = None
+        self.sim_config: SimConfig | None = None
         if model is not None:
-            from rollout.llm import OpenAIChatClient, config_from_env
-
-            self.llm = OpenAIChatClient(config_from_env(model, base_url))
+            overrides = {} if os.environ.get("HALO_LLM_MAX_CONCURRENCY") else {"max_concurrency": pool}
+            self.llm = OpenAIChatClient(config_from_env(model, base_url, **overrides))
+        else:
+            options = parse_sim_spec(setup.llm_spec)
+            self.sim_config = options.config
+            if options.base_url is not None:  # the simulated calls' waits go over HTTP (one client, one pool)
+                self.llm = OpenAIChatClient(LLMConfig(base_url=options.base_url, model=options.model,
+                                                      max_concurrency=pool, timeout_s=600.0, max_attempts=8))
         self.executor = MeteredExecutor(max(1, setup.cpus))
+        self._in_flight = 0
+        self._status_at = (time.perf_counter(), 0.0)
         self._installed = False
         self._warm_up()
         # Start-up (imports, solver workers) is not episode work: CPU is reported from here on.
@@ -178,29 +211,47 @@ class RolloutWorker:
     def pid(self) -> int:
         return os.getpid()
 
+    def node_id(self) -> str:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
+    def status(self) -> dict[str, float]:
+        """A cheap snapshot the driver polls twice a second: window control and the live panel."""
+        now, busy = time.perf_counter(), self.executor.busy_s
+        then, busy_then = self._status_at
+        self._status_at = (now, busy)
+        utilisation = (busy - busy_then) / max(1e-6, (now - then) * self.executor._max_workers)
+        return {"in_flight": self._in_flight, "solver_queued": self.executor.queued,
+                "solver_utilisation": min(1.0, utilisation), "solver_wait_s": self.executor.wait_s,
+                "solver_run_s": self.executor.run_s, "rss_mb": _rss_mb(), **self.gate.stats.snapshot()}
+
     async def run_batch(self, specs: list[EpisodeSpec]) -> WorkerBatch:
         """Run the episodes concurrently; one call per batch, so Ray's per-call cost and the
         row conversion's fixed cost are paid once per batch rather than once per episode."""
         if not self._installed:
             asyncio.get_running_loop().set_default_executor(self.executor)
             self._installed = True
+            self._status_at = (time.perf_counter(), self.executor.busy_s)  # idle before the first batch is no signal
         ran = await asyncio.gather(*(self._guarded(spec) for spec in specs))
         return self._batch(specs, ran)
 
     async def _guarded(self, spec: EpisodeSpec) -> EpisodeRecord | str:
+        self._in_flight += 1
         try:
             return await self._episode(spec)
         except Exception as exc:  # noqa: BLE001  (reported to the driver, which counts strikes)
             tb = traceback.format_exc(limit=6)
             return f"{type(exc).__name__}: {exc}\n{tb}"[-3000:]
+        finally:
+            self._in_flight -= 1
 
     async def _episode(self, spec: EpisodeSpec) -> EpisodeRecord:
         from rollout.episode import EpisodeConfig, run_episode
-        from rollout.sim.world import SimConfig
 
         s = self.setup
         config = EpisodeConfig(max_steps=s.max_steps, llm_backend=self.backend, seed=spec.seed, run_id=s.run_id,
-                               sim=SimConfig() if self.backend == "sim" else None, llm=self.llm,
+                               sim=self.sim_config, llm=self.llm,
                                code_version=s.code_version)
         if s.solver_timeout_s is not None:
             from dataclasses import replace
@@ -238,6 +289,14 @@ class RolloutWorker:
             cpu_s=_tree_cpu_s() - self._cpu_at_start,
             extra={"solver_cache": solvers.cache_stats()},
         )
+
+
+def _rss_mb() -> float:
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _mean_llm_latency_ms(record: EpisodeRecord) -> float | None:

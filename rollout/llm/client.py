@@ -4,7 +4,9 @@ It implements `rollout.agents.base.ChatBackend`: `await client.chat(messages, pu
 returns a `ChatReply` (text, tokens, latency, cost) or raises a typed `LLMError` after bounded
 retries. Retries use exponential backoff with jitter on timeouts, 429 (Retry-After honoured),
 5xx and connection errors; 4xx other than 429 and malformed bodies are not retried. A semaphore
-caps the requests in flight per client; every call is recorded (`records`, `drain_records`).
+caps the requests in flight per client, and its one connection pool is bounded to the same
+number; every call is recorded (`records`, `drain_records`). Each attempt also passes the
+process's LLM gate (`rollout.llm.budget`): the job-wide RPM/TPM/concurrency budget, when set.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import httpx
 import openai
 
+from rollout.llm.budget import estimate_tokens, llm_gate
 from rollout.llm.errors import (
     LLMBadResponseError,
     LLMConnectionError,
@@ -122,24 +126,35 @@ class OpenAIChatClient:
         loop = asyncio.get_running_loop()
         if self._loop is not loop or self._sdk is None or self._sem is None:
             self._loop = loop
+            limits = httpx.Limits(max_connections=self.config.max_concurrency,
+                                  max_keepalive_connections=self.config.max_concurrency)
             self._sdk = openai.AsyncOpenAI(base_url=self.config.base_url, api_key=self.config.api_key,
-                                           timeout=self.config.timeout_s, max_retries=0)
+                                           timeout=self.config.timeout_s, max_retries=0,
+                                           http_client=httpx.AsyncClient(limits=limits,
+                                                                         timeout=self.config.timeout_s))
             self._sem = asyncio.Semaphore(self.config.max_concurrency)
         return self._sdk, self._sem
 
-    async def chat(self, messages: list[dict[str, str]], *, purpose: str = "") -> ChatReply:
+    async def chat(self, messages: list[dict[str, str]], *, purpose: str = "",
+                   extra_body: dict[str, Any] | None = None) -> ChatReply:
         cfg = self.config
         sdk, sem = self._bind()
+        gate = llm_gate()
+        estimate = estimate_tokens(messages, cfg.max_tokens)
         started, t0 = time.time(), time.perf_counter()
         sha = prompt_sha256(messages)
         attempt = 0
         while True:
             attempt += 1
             try:
-                async with sem:
-                    text, tin, tout, model = await self._once(sdk, messages)
+                async with sem, gate.call(estimate) as call:
+                    call.tokens = 0  # a failed attempt is taken to cost nothing
+                    text, tin, tout, model = await self._once(sdk, messages, extra_body)
+                    call.tokens = tin + tout if tin + tout else estimate
             except LLMError as exc:
                 exc.attempts = attempt
+                if isinstance(exc, LLMRateLimitError):
+                    gate.rate_limited(getattr(exc, "retry_after", None))
                 delay = self._retry_delay(exc, attempt)
                 if delay is None:
                     self._record(purpose, sha, 0, 0, t0, started, exc.kind, attempt, str(exc))
@@ -151,13 +166,14 @@ class OpenAIChatClient:
             self._record(purpose, sha, tin, tout, t0, started, "ok", attempt, "", cost)
             return ChatReply(text, tin, tout, latency, cost, model, attempt)
 
-    async def _once(self, sdk: openai.AsyncOpenAI, messages: list[dict[str, str]]) -> tuple[str, int, int, str]:
+    async def _once(self, sdk: openai.AsyncOpenAI, messages: list[dict[str, str]],
+                    extra_body: dict[str, Any] | None = None) -> tuple[str, int, int, str]:
         cfg = self.config
         kwargs: dict[str, Any] = {"model": cfg.model, "messages": messages, "temperature": cfg.temperature}
         if cfg.max_tokens is not None:
             kwargs["max_tokens"] = cfg.max_tokens
-        if cfg.extra_body:
-            kwargs["extra_body"] = cfg.extra_body
+        if cfg.extra_body or extra_body:
+            kwargs["extra_body"] = {**cfg.extra_body, **(extra_body or {})}
         try:
             raw = await sdk.chat.completions.with_raw_response.create(**kwargs)
             body_text = raw.text

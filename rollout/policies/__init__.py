@@ -3,10 +3,13 @@
 Specs: "random", "scripted", "rules+<spec>" (the rules layer first), with optional
 parameters after a colon, e.g. "scripted:noise=0.2,seed=3". Other parts register more specs
 with `register_policy_factory("teacher", factory)`; the factory gets the text after the prefix.
+A factory may also be named by a "module:attr" string, imported on first use (specs whose code
+lives in a later layer, such as the trained `model:DIR`, without importing it here).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from rollout.policy import Policy
@@ -14,16 +17,29 @@ from rollout.rules import RulesFirst
 
 PolicyFactory = Callable[[str, int], Policy]  # (params text after "name:", default seed)
 
-_FACTORIES: dict[str, PolicyFactory] = {}
+_FACTORIES: dict[str, PolicyFactory | str] = {}
 
 
 class PolicySpecError(ValueError):
     pass
 
 
-def register_policy_factory(prefix: str, factory: PolicyFactory) -> None:
-    """Make `make_policy("<prefix>[:params]")` build a policy with `factory(params, seed)`."""
+def register_policy_factory(prefix: str, factory: PolicyFactory | str) -> None:
+    """Make `make_policy("<prefix>[:params]")` build a policy with `factory(params, seed)`
+    (`factory` may be "module:attr", imported when the spec is first used)."""
     _FACTORIES[prefix] = factory
+
+
+def _resolve(name: str) -> PolicyFactory | None:
+    factory = _FACTORIES.get(name)
+    if isinstance(factory, str):
+        module, _, attr = factory.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise PolicySpecError(f"policy {name!r} needs {factory} which could not be loaded: {exc}") from exc
+        _FACTORIES[name] = factory
+    return factory
 
 
 def _params(text: str) -> dict[str, str]:
@@ -66,6 +82,8 @@ register_policy_factory("random", _random_factory)
 register_policy_factory("scripted", _scripted_factory)
 register_policy_factory("student", _student_factory)  # student:URL -> the served policy over HTTP
 register_policy_factory("teacher", _teacher_factory)  # teacher:model=...,base_url=... -> prompted LLM
+register_policy_factory("model", "train.policy_specs:model_factory")  # model:DIR -> a trained artifact
+register_policy_factory("majority", "train.policy_specs:majority_factory")  # majority:DIR -> its majority class
 
 
 def make_policy(spec: str, *, seed: int = 0) -> Policy:
@@ -73,7 +91,7 @@ def make_policy(spec: str, *, seed: int = 0) -> Policy:
     if spec.startswith("rules+"):
         return RulesFirst(make_policy(spec[len("rules+"):], seed=seed))
     name, _, params = spec.partition(":")
-    factory = _FACTORIES.get(name)
+    factory = _resolve(name)
     if factory is None:
         raise PolicySpecError(f"unknown policy {spec!r}; known: {', '.join(sorted(_FACTORIES))} "
                               "(prefix any with 'rules+')")

@@ -36,12 +36,14 @@ class StudentHTTPPolicy(Policy):
     name = "student"
 
     def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 10.0, *,
-                 retries: int = 4, backoff_s: float = 0.1, max_backoff_s: float = 5.0) -> None:
+                 retries: int = 4, backoff_s: float = 0.1, max_backoff_s: float = 5.0, pool: int = 64) -> None:
         self.base_url = base_url.rstrip("/")
         self._args = (self.base_url, api_key, timeout, RetryPolicy(retries, backoff_s, max_backoff_s))
         self.version = "unknown"  # set from the service's answers
         self._client: DecisionClient | None = None
-        self._aclient = AsyncDecisionClient(*self._args)
+        # One bounded pool per process: with a thousand episodes in flight, decisions queue for a
+        # connection (no pool timeout) instead of opening a thousand sockets or failing.
+        self._aclient = AsyncDecisionClient(*self._args, pool=pool)
 
     def _sync_client(self) -> DecisionClient:
         if self._client is None:

@@ -9,10 +9,12 @@ ever sees real solver output; the fault list never leaves this object.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import random
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from rollout.agent_table import NATURAL_LANGUAGE_ID, agent_name
 from rollout.agents.base import AgentOutcome
@@ -81,12 +83,15 @@ class Draft:
 class SimWorld:
     """Implements rollout.agents.base.SimulatedAgents for one episode."""
 
-    def __init__(self, task: Task, config: SimConfig | None = None, seed: int = 0) -> None:
+    def __init__(self, task: Task, config: SimConfig | None = None, seed: int = 0, *, transport: Any = None) -> None:
         if not task.gold_domain or not task.gold_problem:
             raise ValueError(f"task {task.task_id}: the simulated world needs gold PDDL")
         self.task = task
         self.config = config or SimConfig()
         self.seed = seed
+        # An OpenAI-protocol client (rollout.llm.OpenAIChatClient): each simulated call then also
+        # travels over HTTP to a server that answers after the simulated latency.
+        self.transport = transport
         self.rng = random.Random(f"sim|{seed}|{task.task_id}")
         # shared with every episode of the task: faults edit copies (see faults.render)
         self.gold_domain = parse_shared(task.gold_domain)
@@ -273,6 +278,28 @@ class SimWorld:
     def wall_delay_s(self, outcome: AgentOutcome) -> float:
         """How long the simulated call really waits (scaled down so CI stays fast)."""
         return outcome.latency_ms / 1000.0 * self.config.latency_scale
+
+    async def wait(self, outcome: AgentOutcome, state: EpisodeState) -> AgentOutcome:
+        """Spend the simulated call's time, drawing on the job's LLM budget like a real call."""
+        from rollout.llm.budget import llm_gate
+        from rollout.llm.errors import LLMError
+
+        tokens = outcome.tokens_in + outcome.tokens_out
+        if self.transport is None:
+            async with llm_gate().call(tokens) as call:
+                call.tokens = tokens
+                await asyncio.sleep(self.wall_delay_s(outcome))
+            return outcome
+        # A prompt of the simulated call's size, so the endpoint counts tokens as it would.
+        messages = [{"role": "user", "content": "x" * max(0, outcome.tokens_in * 4 - 16)}]
+        sim = {"latency_ms": outcome.latency_ms * self.config.latency_scale,
+               "prompt_tokens": outcome.tokens_in, "completion_tokens": outcome.tokens_out}
+        try:
+            await self.transport.chat(messages, purpose="sim", extra_body={"halo_sim": sim})
+        except LLMError as exc:
+            return replace(outcome, domain=state.domain, problem=state.problem, plan=state.plan, ok=False,
+                           message=f"simulated call failed at the endpoint: {exc}")
+        return outcome
 
 
 class SimWorldMissing(RuntimeError):

@@ -66,6 +66,11 @@ def test_aimd_grows_additively_and_halves_on_congestion():
     (["--episodes", "0"], "at least 1"),
     (["--run-id", "../x"], "invalid run ID"),
     (["--replicas", "0"], "--replicas must be at least 1"),
+    (["--llm", "sim:realtime=yes"], "realtime must be 0 or 1"),
+    (["--llm", "sim:latency_ms=-5"], "latency_ms must be >= 0"),
+    (["--llm-rpm", "0"], "--llm-rpm must be a positive number"),
+    (["--llm-tpm", "-1"], "--llm-tpm must be a positive number"),
+    (["--policy", "rules+model:/no/such/dir"], "model directory does not exist"),
 ])
 def test_bad_arguments_fail_before_anything_starts(tmp_path, args, message):
     result = CliRunner().invoke(app, ["rollout", "--store", str(tmp_path), *args])
@@ -168,3 +173,26 @@ def test_worker_batch_keeps_each_episodes_outcome_and_ships_rows_of_those_with_s
     assert set(rows.column("episode_id").to_pylist()) == {o.spec.episode_id for o in ok}
     assert rows.num_rows == sum(o.summary.num_steps for o in ok)
     assert batch.cpu_s > 0 and batch.worker_pid == os.getpid()
+
+
+def test_aimd_slow_start_doubles_on_idle_cpus_and_stops_at_saturation():
+    w = AIMDWindow(limit=8.0, max_limit=10_000)
+    for _ in range(6):  # three seconds of status polls with the CPUs mostly idle
+        assert w.on_status(in_flight=w.size, solver_utilisation=0.3, solver_queued=0, llm_waiting=0) == "increase"
+    assert w.size == 8 * 2**6
+    # a window not yet filled (batches on their way, nothing left to send) is no signal
+    assert w.on_status(in_flight=10, solver_utilisation=0.1, solver_queued=0, llm_waiting=0) == "hold"
+    # solver threads busy: slow start ends, the window holds
+    assert w.on_status(in_flight=w.size, solver_utilisation=0.95, solver_queued=2, llm_waiting=0) == "exit"
+    assert not w.slow_start and w.size == 512
+    assert w.on_status(in_flight=512, solver_utilisation=0.97, solver_queued=9, llm_waiting=0) == "hold"
+    # after slow start, idle CPUs grow it by a sixteenth per status
+    assert w.on_status(in_flight=512, solver_utilisation=0.5, solver_queued=0, llm_waiting=0) == "increase"
+    assert w.size == 544
+
+
+def test_aimd_does_not_grow_while_calls_wait_for_the_llm_budget():
+    w = AIMDWindow(limit=64.0, max_limit=10_000)
+    assert w.on_status(in_flight=64, solver_utilisation=0.1, solver_queued=0, llm_waiting=20) == "exit"
+    assert w.on_status(in_flight=64, solver_utilisation=0.1, solver_queued=0, llm_waiting=20) == "hold"
+    assert w.size == 64  # more episodes would only queue for the budget, and fill memory
