@@ -61,7 +61,7 @@ GENERATOR = Generator(
     name="blocksworld", domain_name="blocksworld-4ops", domain_file=DATA / "planbench" / "blocksworld" / "domain.pddl",
     summary="towers of blocks rearranged with one hand (PlanBench blocksworld)",
     knobs=(Knob("blocks", 2, 40, "number of blocks"),),
-    levels={"easy": {"blocks": (3, 4)}, "medium": {"blocks": (5, 7)}, "hard": {"blocks": (8, 11)},
+    levels={"easy": {"blocks": (3, 5)}, "medium": {"blocks": (6, 7)}, "hard": {"blocks": (8, 11)},
             "extreme": {"blocks": (13, 17)}},
     make=make, phrase=phrase, intros=INTROS, source="bundled PlanBench blocksworld domain",
 )

@@ -13,7 +13,7 @@ def make(rng: random.Random, sizes: dict[str, int]) -> Problem:
     allergic_n = max(0, min(n, round(n * sizes["allergic_pct"] / 100)))
     # gluten-free portions: enough for the allergic children unless a size asks for fewer
     # (then the task has no plan, and the generator's solvability check drops it)
-    gf = allergic_n if sizes["gluten_free"] < 0 else sizes["gluten_free"]
+    gf = min(n, allergic_n + sizes["extra_gluten_free"]) if sizes["gluten_free"] < 0 else sizes["gluten_free"]
     if gf > n:
         raise GeneratorError(f"childsnack: gluten_free={gf} exceeds the {n} bread portions")
     children = [f"child{i}" for i in range(1, n + 1)]
@@ -23,7 +23,7 @@ def make(rng: random.Random, sizes: dict[str, int]) -> Problem:
     trays = [f"tray{i}" for i in range(1, sizes["trays"] + 1)]
     tables = [f"table{i}" for i in range(1, sizes["tables"] + 1)]
     allergic = set(rng.sample(children, allergic_n))
-    init: list[Atom] = [("at", t, "kitchen") for t in trays]
+    init: list[Atom] = [("at", t, rng.choice(["kitchen", "kitchen", *tables])) for t in trays]
     init += [("at_kitchen_bread", b) for b in bread] + [("at_kitchen_content", c) for c in content]
     init += [("no_gluten_bread", b) for b in rng.sample(bread, gf)]
     init += [("no_gluten_content", c) for c in rng.sample(content, gf)]
@@ -76,14 +76,16 @@ GENERATOR = Generator(
     knobs=(Knob("children", 1, 30, "number of children (and of bread, content and sandwich slots)"),
            Knob("trays", 1, 6, "number of trays"), Knob("tables", 1, 6, "number of tables"),
            Knob("allergic_pct", 0, 100, "percentage of children allergic to gluten"),
-           Knob("gluten_free", -1, 30, "gluten-free bread and content portions (-1: one per allergic child)")),
-    levels={"easy": {"children": (1, 2), "trays": (1, 1), "tables": (1, 2), "allergic_pct": (0, 50),
-                     "gluten_free": (-1, -1)},
-            "medium": {"children": (3, 4), "trays": (1, 2), "tables": (2, 2), "allergic_pct": (25, 50),
-                       "gluten_free": (-1, -1)},
+           Knob("gluten_free", -1, 30, "gluten-free bread and content portions (-1: one per allergic child "
+                "plus extra_gluten_free)"),
+           Knob("extra_gluten_free", 0, 30, "gluten-free portions beyond the allergic children's")),
+    levels={"easy": {"children": (2, 3), "trays": (1, 2), "tables": (1, 3), "allergic_pct": (0, 50),
+                     "gluten_free": (-1, -1), "extra_gluten_free": (0, 2)},
+            "medium": {"children": (3, 4), "trays": (1, 2), "tables": (2, 3), "allergic_pct": (20, 50),
+                       "gluten_free": (-1, -1), "extra_gluten_free": (0, 2)},
             "hard": {"children": (5, 6), "trays": (2, 2), "tables": (2, 3), "allergic_pct": (30, 50),
-                     "gluten_free": (-1, -1)},
+                     "gluten_free": (-1, -1), "extra_gluten_free": (0, 2)},
             "extreme": {"children": (7, 9), "trays": (2, 3), "tables": (3, 3), "allergic_pct": (30, 50),
-                        "gluten_free": (-1, -1)}},
+                        "gluten_free": (-1, -1), "extra_gluten_free": (0, 2)}},
     make=make, phrase=phrase, intros=INTROS, source="bundled IPC childsnack domain",
 )

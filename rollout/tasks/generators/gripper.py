@@ -44,9 +44,9 @@ GENERATOR = Generator(
     summary="a robot carries balls between rooms with a few grippers",
     knobs=(Knob("rooms", 2, 8, "number of rooms"), Knob("balls", 1, 60, "number of balls"),
            Knob("grippers", 1, 4, "grippers of the robot")),
-    levels={"easy": {"rooms": (2, 2), "balls": (2, 3), "grippers": (2, 2)},
-            "medium": {"rooms": (2, 3), "balls": (4, 6), "grippers": (2, 2)},
-            "hard": {"rooms": (3, 3), "balls": (8, 11), "grippers": (2, 2)},
-            "extreme": {"rooms": (3, 4), "balls": (14, 18), "grippers": (2, 2)}},
+    levels={"easy": {"rooms": (2, 4), "balls": (2, 4), "grippers": (1, 2)},
+            "medium": {"rooms": (3, 4), "balls": (5, 7), "grippers": (2, 2)},
+            "hard": {"rooms": (3, 5), "balls": (9, 12), "grippers": (2, 2)},
+            "extreme": {"rooms": (4, 5), "balls": (15, 19), "grippers": (2, 2)}},
     make=make, phrase=phrase, intros=INTROS, source="written for HALO (rollout/tasks/generators/domains/)",
 )

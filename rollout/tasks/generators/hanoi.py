@@ -64,9 +64,9 @@ GENERATOR = Generator(
     summary="discs moved between pegs, never onto a smaller disc (IPC hanoi)",
     knobs=(Knob("discs", 1, 12, "number of discs"), Knob("pegs", 3, 6, "number of pegs"),
            Knob("tower", 0, 1, "1: the classic whole-tower task; 0: random arrangement to random arrangement")),
-    levels={"easy": {"discs": (3, 3), "pegs": (3, 3), "tower": (0, 0)},
-            "medium": {"discs": (4, 4), "pegs": (3, 3), "tower": (0, 0)},
-            "hard": {"discs": (5, 6), "pegs": (3, 3), "tower": (0, 0)},
+    levels={"easy": {"discs": (3, 4), "pegs": (3, 3), "tower": (0, 0)},
+            "medium": {"discs": (5, 5), "pegs": (3, 3), "tower": (0, 0)},
+            "hard": {"discs": (6, 6), "pegs": (3, 3), "tower": (0, 0)},
             "extreme": {"discs": (7, 8), "pegs": (3, 3), "tower": (0, 0)}},
     make=make, phrase=phrase, intros=INTROS, source="bundled IPC hanoi domain",
 )

@@ -71,9 +71,9 @@ GENERATOR = Generator(
            Knob("locations", 1, 8, "locations per city"),
            Knob("packages", 1, 40, "number of packages"),
            Knob("airplanes", 1, 6, "number of airplanes")),
-    levels={"easy": {"cities": (2, 2), "locations": (1, 2), "packages": (1, 2), "airplanes": (1, 1)},
-            "medium": {"cities": (2, 3), "locations": (2, 2), "packages": (3, 4), "airplanes": (1, 2)},
-            "hard": {"cities": (3, 4), "locations": (2, 3), "packages": (5, 7), "airplanes": (1, 2)},
-            "extreme": {"cities": (4, 5), "locations": (3, 3), "packages": (9, 12), "airplanes": (2, 3)}},
+    levels={"easy": {"cities": (2, 2), "locations": (1, 3), "packages": (1, 3), "airplanes": (1, 1)},
+            "medium": {"cities": (2, 3), "locations": (2, 3), "packages": (3, 5), "airplanes": (1, 2)},
+            "hard": {"cities": (3, 4), "locations": (2, 3), "packages": (6, 8), "airplanes": (1, 2)},
+            "extreme": {"cities": (4, 5), "locations": (3, 3), "packages": (10, 13), "airplanes": (2, 3)}},
     make=make, phrase=phrase, intros=INTROS, source="bundled PlanBench logistics domain",
 )

@@ -51,7 +51,7 @@ GENERATOR = Generator(
     name="miconic", domain_name="miconic-typed", domain_file=DOMAINS / "miconic.pddl",
     summary="one elevator carries passengers from their floors to their destinations",
     knobs=(Knob("floors", 2, 40, "number of floors"), Knob("passengers", 1, 40, "number of passengers")),
-    levels={"easy": {"floors": (2, 3), "passengers": (1, 2)}, "medium": {"floors": (4, 5), "passengers": (3, 4)},
+    levels={"easy": {"floors": (2, 4), "passengers": (1, 3)}, "medium": {"floors": (4, 5), "passengers": (3, 5)},
             "hard": {"floors": (6, 8), "passengers": (6, 8)}, "extreme": {"floors": (10, 14), "passengers": (11, 15)}},
     make=make, phrase=phrase, intros=INTROS, source="written for HALO (rollout/tasks/generators/domains/)",
 )

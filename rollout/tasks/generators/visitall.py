@@ -69,7 +69,7 @@ GENERATOR = Generator(
     knobs=(Knob("width", 1, 20, "grid width"), Knob("height", 1, 20, "grid height"),
            Knob("blocked_pct", 0, 40, "percentage of cells blocked"),
            Knob("goal_pct", 1, 100, "percentage of reachable cells to visit")),
-    levels={"easy": {"width": (2, 3), "height": (2, 3), "blocked_pct": (0, 10), "goal_pct": (30, 60)},
+    levels={"easy": {"width": (2, 4), "height": (2, 3), "blocked_pct": (0, 10), "goal_pct": (30, 60)},
             "medium": {"width": (3, 4), "height": (3, 4), "blocked_pct": (0, 15), "goal_pct": (60, 90)},
             "hard": {"width": (5, 6), "height": (5, 6), "blocked_pct": (0, 15), "goal_pct": (80, 100)},
             "extreme": {"width": (7, 9), "height": (7, 9), "blocked_pct": (0, 15), "goal_pct": (90, 100)}},
