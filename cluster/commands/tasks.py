@@ -34,7 +34,8 @@ def generate(
     out: str = typer.Option(..., "--out", help="the set's directory (tasks are added when it exists)"),
     count: int = typer.Option(None, "--count", help="gold tasks per domain and level (default 100; 30 for presets)"),
     seed: int = typer.Option(0, "--seed"),
-    difficulty: str = typer.Option(None, "--difficulty", help="easy|medium|hard|extreme, a comma list, or all"),
+    difficulty: str = typer.Option(None, "--difficulty", help="easy|medium|hard|extreme, a comma list, or all "
+                                                              "(default medium)"),
     size: str = typer.Option(None, "--size", help="knob overrides key=value,... (the level becomes 'custom')"),
     timeout_s: float = typer.Option(10.0, "--time-limit", help="planner limit per task (s); unsolved within it "
                                                               "is never emitted"),
@@ -47,13 +48,16 @@ def generate(
     from rollout.tasks.generators import PRESETS, GeneratorError
     from rollout.tasks.generators.base import parse_sizes
     from rollout.tasks.generators.genset import GenSetError
-    from rollout.tasks.generators.pipeline import GenerateRequest, JobStats, expand, generate as run
+    from rollout.tasks.generators.pipeline import GenerateRequest, JobStats, expand
+    from rollout.tasks.generators.pipeline import generate as run
 
     if ray_mode not in ("auto", "on", "off"):
         raise typer.BadParameter("choose auto, on or off", param_hint="--ray")
     try:
-        jobs = expand(domain, difficulty)
-        req = GenerateRequest(jobs=jobs, count=count or (30 if domain in PRESETS else 100), seed=seed, out=out,
+        # no level and no sizes: the medium level; sizes alone: level "custom" (medium ranges under them)
+        jobs = expand(domain, difficulty or (None if size or domain in PRESETS else "medium"))
+        default_count = 30 if domain in PRESETS else 100
+        req = GenerateRequest(jobs=jobs, count=default_count if count is None else count, seed=seed, out=out,
                               overrides=parse_sizes(size), timeout_s=timeout_s, address=address,
                               use_ray={"auto": None, "on": True, "off": False}[ray_mode])
     except GeneratorError as exc:

@@ -14,10 +14,17 @@ import hashlib
 import pynauty
 
 from rollout.tasks.generators.base import Atom
+from rollout.tasks.sexpr import SExpr, parse, section, to_text, typed_list
 
 
 def canonical_hash(domain_name: str, objects: list[tuple[str, str]], init: list[Atom], goal: list[Atom],
                    constants: frozenset[str] = frozenset()) -> str:
+    # PDDL names are case-insensitive
+    domain_name = domain_name.lower()
+    objects = [(n.lower(), t.lower()) for n, t in objects]
+    init = [tuple(x.lower() for x in a) for a in init]
+    goal = [tuple(x.lower() for x in a) for a in goal]
+    constants = frozenset(c.lower() for c in constants)
     colour: list[str] = []
     index: dict[str, int] = {}
     edges: list[tuple[int, int]] = []
@@ -55,3 +62,27 @@ def canonical_hash(domain_name: str, objects: list[tuple[str, str]], init: list[
     head = "|".join([domain_name, *(f"{label}={len(cell)}" for label, cell in zip(labels, cells, strict=True)),
                      *sorted(nullary)])
     return hashlib.sha256(head.encode() + b"\0" + cert).hexdigest()
+
+
+def _atoms(expr: SExpr) -> list[Atom]:
+    """Positive ground atoms of an (and ...) conjunction or a single atom (case folded)."""
+    if isinstance(expr, str) or not expr:
+        return []
+    if expr[0] == "and":
+        return [a for part in expr[1:] for a in _atoms(part)]
+    if all(isinstance(x, str) for x in expr):
+        return [tuple(str(x).lower() for x in expr)]
+    raise ValueError(f"only conjunctions of atoms are hashed, got {to_text(expr)[:80]}")
+
+
+def hash_problem_text(problem_text: str) -> str:
+    """canonical_hash of a problem's PDDL text (for tasks that did not come from a generator)."""
+    define = parse(problem_text)
+    domain = section(define, ":domain")
+    objs = section(define, ":objects")
+    init = section(define, ":init")
+    goal = section(define, ":goal")
+    objects = [(n.lower(), t.lower()) for n, t in typed_list(objs[1:])] if objs else []
+    return canonical_hash(str(domain[1]).lower() if domain and len(domain) > 1 else "",
+                          objects, [a for e in (init or [None])[1:] for a in _atoms(e)],
+                          _atoms(goal[1]) if goal and len(goal) > 1 else [])

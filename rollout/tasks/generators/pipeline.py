@@ -19,6 +19,7 @@ from rollout.tasks.generators.verify import Verdict, verify_batch
 
 RAY_MIN_TASKS = 200  # below this, starting Ray costs more than it saves
 CHUNK = 8  # candidates per Ray task
+ROUND = 256  # candidates verified between progress reports
 MAX_DRAWS_FACTOR = 20  # give up on a (domain, level) after this many draws per wanted task
 
 
@@ -110,7 +111,8 @@ def run_job(domain: str, level: str | None, req: GenerateRequest, seen: set[str]
     while len(kept) < req.count:
         want = req.count - len(kept)
         batch: list[Candidate] = []
-        while len(batch) < want + want // 16 + 1 and index < max_draws:  # a little over: rejections are rare
+        # a little over what is missing (rejections are rare), in rounds small enough to show progress
+        while len(batch) < min(want + want // 16 + 1, ROUND) and index < max_draws:
             cand = draft(domain, level, req.seed, index, req.overrides)
             index += 1
             stats.drawn += 1
@@ -150,12 +152,8 @@ def generate(req: GenerateRequest, progress: Progress | None = None) -> list[Job
     seen = {r["canonical_hash"] for r in rows}
     manifest = read_manifest(out)
     jobs = req.jobs
-    for domain, level in jobs:  # sizes are checked before any work starts
-        gen = get_generator(domain)
-        for name, value in req.overrides.items():
-            knob = gen.knob(name)
-            if not knob.lo <= value <= knob.hi:
-                raise GeneratorError(f"{domain}: {name}={value} is out of range; {knob.help} ({knob.lo}..{knob.hi})")
+    for domain, level in jobs:  # sizes a generator cannot make fail here, before any work starts
+        draft(domain, level, req.seed, 0, req.overrides)
     use_ray = req.use_ray if req.use_ray is not None else (req.address is not None
                                                           or req.count * len(jobs) >= RAY_MIN_TASKS)
     ray_fn, started = None, False

@@ -10,6 +10,8 @@ import solvers
 from rollout.tasks.generators.draft import Candidate
 
 _EXPANDED = re.compile(r"Expanded (\d+) state")
+_STATUS = {solvers.ErrorCategory.UNSOLVABLE_PROVED: "unsolvable", solvers.ErrorCategory.NO_PLAN_FOUND: "unsolvable",
+           solvers.ErrorCategory.SEARCH_TIMEOUT: "timeout", solvers.ErrorCategory.MEMORY_LIMIT: "timeout"}
 
 
 @dataclass(frozen=True)
@@ -32,8 +34,7 @@ def solve_and_check(domain_text: str, problem_text: str, limits: solvers.Limits,
     result = solvers.plan(domain_text, problem_text, alias=alias, limits=limits)
     cat = result.category
     if cat is not solvers.ErrorCategory.OK or result.plan is None:
-        status = {solvers.ErrorCategory.UNSOLVABLE_PROVED: "unsolvable", solvers.ErrorCategory.NO_PLAN_FOUND: "unsolvable",
-                  solvers.ErrorCategory.SEARCH_TIMEOUT: "timeout", solvers.ErrorCategory.MEMORY_LIMIT: "timeout"}.get(cat, "planner_error")
+        status = _STATUS.get(cat, "planner_error")
         return Verdict(status, planner_cpu_s=result.cpu_s, planner_wall_s=result.wall_s,
                        detail=f"{cat.value}: {(result.message or result.output_tail)[-200:]}")
     plan_text = solvers.plan_to_text(result.plan)
