@@ -184,3 +184,22 @@ def test_statements_come_in_several_surface_forms() -> None:
     assert any(t.count("\n- ") > 2 for t in texts)
     assert any("I need to reach a state" in t for t in texts)
     assert len({t.split("\n\n")[0] for t in texts}) == 2  # both introductions
+
+
+def test_ray_verification_gives_the_same_set_as_one_process(tmp_path: Path) -> None:
+    import ray
+
+    jobs = (("visitall", "easy"),)
+    _gen(tmp_path / "local", jobs, count=4)
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        generate(GenerateRequest(jobs=jobs, count=4, seed=0, out=tmp_path / "ray", use_ray=True))
+    finally:
+        ray.shutdown()
+    assert _rows(tmp_path / "ray") == _rows(tmp_path / "local")
+
+
+def test_the_classical_preset_is_blocksworld_three_levels_and_hanoi_four() -> None:
+    assert expand("classical", None) == (("blocksworld", "easy"), ("blocksworld", "medium"),
+                                         ("blocksworld", "hard"), ("hanoi", "easy"), ("hanoi", "medium"),
+                                         ("hanoi", "hard"), ("hanoi", "extreme"))
