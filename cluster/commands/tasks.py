@@ -48,7 +48,7 @@ def generate(
     from rollout.tasks.generators import PRESETS, GeneratorError
     from rollout.tasks.generators.base import parse_sizes
     from rollout.tasks.generators.genset import GenSetError
-    from rollout.tasks.generators.pipeline import GenerateRequest, JobStats, expand
+    from rollout.tasks.generators.pipeline import GenerateRequest, JobStats, expand, wants_ray
     from rollout.tasks.generators.pipeline import generate as run
 
     if ray_mode not in ("auto", "on", "off"):
@@ -76,7 +76,7 @@ def generate(
 
     handle = None
     try:
-        if req.use_ray or address or (req.use_ray is None and req.count * len(jobs) >= 200):
+        if wants_ray(req):
             from cluster.ray_cluster import start_or_join
 
             handle = start_or_join(address)
@@ -85,6 +85,9 @@ def generate(
     except (GeneratorError, GenSetError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
+    except KeyboardInterrupt as exc:
+        typer.echo(f"interrupted: the (domain, level) jobs already finished are in {out}", err=True)
+        raise typer.Exit(130) from exc
     finally:
         if handle is not None:
             from cluster.ray_cluster import shutdown

@@ -141,6 +141,12 @@ def run_job(domain: str, level: str | None, req: GenerateRequest, seen: set[str]
     return kept, stats
 
 
+def wants_ray(req: GenerateRequest) -> bool:
+    if req.use_ray is not None:
+        return req.use_ray
+    return req.address is not None or req.count * len(req.jobs) >= RAY_MIN_TASKS
+
+
 def generate(req: GenerateRequest, progress: Progress | None = None) -> list[JobStats]:
     if req.count < 1:
         raise GeneratorError(f"--count must be at least 1, got {req.count}")
@@ -154,10 +160,8 @@ def generate(req: GenerateRequest, progress: Progress | None = None) -> list[Job
     jobs = req.jobs
     for domain, level in jobs:  # sizes a generator cannot make fail here, before any work starts
         draft(domain, level, req.seed, 0, req.overrides)
-    use_ray = req.use_ray if req.use_ray is not None else (req.address is not None
-                                                          or req.count * len(jobs) >= RAY_MIN_TASKS)
     ray_fn, started = None, False
-    if use_ray:
+    if wants_ray(req):
         import ray
 
         if not ray.is_initialized():
