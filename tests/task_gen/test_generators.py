@@ -203,3 +203,10 @@ def test_the_classical_preset_is_blocksworld_three_levels_and_hanoi_four() -> No
     assert expand("classical", None) == (("blocksworld", "easy"), ("blocksworld", "medium"),
                                          ("blocksworld", "hard"), ("hanoi", "easy"), ("hanoi", "medium"),
                                          ("hanoi", "hard"), ("hanoi", "extreme"))
+
+
+def test_visitall_draws_again_when_blocked_cells_wall_the_robot_in() -> None:
+    # a 1x5 corridor with 40% blocked walls the robot in on many draws; each draft still succeeds
+    for i in range(200):
+        cand = draft("visitall", None, 0, i, {"width": 1, "height": 5, "blocked_pct": 40, "goal_pct": 100})
+        assert cand.goal_atoms >= 1

@@ -27,12 +27,13 @@ def make(rng: random.Random, sizes: dict[str, int]) -> Problem:
     if width * height < 2:
         raise GeneratorError("visitall needs a grid of at least 2 cells")
     cells = [(x, y) for x in range(width) for y in range(height)]
-    blocked = set(rng.sample(cells, min(len(cells) - 2, len(cells) * sizes["blocked_pct"] // 100)))
-    start = rng.choice([c for c in cells if c not in blocked])
-    open_cells = _reachable(start, {c for c in cells if c not in blocked})  # only reachable cells exist
-    others = sorted(open_cells - {start})
-    if not others:
-        raise GeneratorError("visitall: the blocked cells leave the robot nowhere to go")
+    while True:  # blocked cells may wall the robot in: draw again (a free neighbour always exists unblocked)
+        blocked = set(rng.sample(cells, min(len(cells) - 2, len(cells) * sizes["blocked_pct"] // 100)))
+        start = rng.choice([c for c in cells if c not in blocked])
+        open_cells = _reachable(start, {c for c in cells if c not in blocked})  # only reachable cells exist
+        others = sorted(open_cells - {start})
+        if others:
+            break
     goal_n = max(1, len(others) * sizes["goal_pct"] // 100)
     targets = rng.sample(others, goal_n)
     init: list[Atom] = [("at-robot", _cell(*start)), ("visited", _cell(*start))]
