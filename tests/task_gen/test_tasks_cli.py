@@ -51,3 +51,24 @@ def test_bad_generate_arguments_exit_2_without_a_traceback(tmp_path: Path) -> No
     assert result.exit_code == 2 and "not a generated task set" in result.output
     result = runner.invoke(app, ["report", "--tasks", "planbench:blocksworld:1", "--by", "colour"])
     assert result.exit_code == 2 and "cannot group by colour" in result.output
+
+
+def test_runs_show_splits_a_stored_run_by_domain_and_level(tmp_path: Path) -> None:
+    import asyncio
+
+    from rollout.episode import EpisodeConfig, run_episodes
+    from rollout.policies import make_policy
+    from rollout.store import TrajectoryStore
+    from rollout.tasks import load_tasks
+    from rollout.tasks.generators.pipeline import GenerateRequest, generate
+
+    generate(GenerateRequest(jobs=(("gripper", "easy"), ("gripper", "extreme")), count=2, seed=0,
+                             out=tmp_path / "set", use_ray=False))
+    records = asyncio.run(run_episodes(load_tasks(f"gen:{tmp_path / 'set'}"), make_policy("rules+scripted", seed=0),
+                                       EpisodeConfig(seed=0, llm_backend="sim", run_id="genrun"), concurrency=4))
+    TrajectoryStore(tmp_path / "store").write_episodes("genrun", records)
+    result = runner.invoke(app, ["runs", "show", "genrun", "--store", str(tmp_path / "store"), "--by", "domain,level"])
+    assert result.exit_code == 0, result.output
+    rows = [ln for ln in result.output.splitlines() if "gripper" in ln]
+    assert len(rows) == 2 and "easy" in rows[0] and "extreme" in rows[1]
+    assert "SIMULATED" in result.output
