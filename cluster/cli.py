@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "cluster.commands.dataset",
     "cluster.commands.train",
     "cluster.commands.eval",
+    "cluster.commands.tasks",
 )
 
 

@@ -65,3 +65,54 @@ def format_markdown(summaries: list[PolicySummary]) -> str:
     lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     lines += ["| " + " | ".join(summary_row(s)) + " |" for s in summaries]
     return "\n".join(lines)
+
+
+GROUP_KEYS = ("policy", "domain", "level", "family")
+LEVEL_ORDER = ("easy", "medium", "hard", "extreme", "custom", "-")
+
+
+def record_level(record: EpisodeRecord) -> str:
+    """The difficulty level of a generated task (its ID is gen/DOMAIN/LEVEL/HASH), else '-'."""
+    parts = record.task_id.split("/")
+    return parts[2] if len(parts) == 4 and parts[0] == "gen" else "-"
+
+
+def parse_group_by(text: str | None) -> tuple[str, ...]:
+    keys = tuple(k.strip() for k in (text or "").split(",") if k.strip())
+    bad = [k for k in keys if k not in GROUP_KEYS]
+    if bad:
+        raise ValueError(f"cannot group by {', '.join(bad)}; choose from {', '.join(GROUP_KEYS)}")
+    return keys
+
+
+def summarize_by(records: list[EpisodeRecord], by: tuple[str, ...]) -> list[tuple[tuple[str, ...], PolicySummary]]:
+    """One summary per (policy, *by) group, levels in difficulty order."""
+    def key(r: EpisodeRecord) -> tuple[str, ...]:
+        values = {"policy": r.policy_name, "domain": r.domain_name, "level": record_level(r), "family": r.family}
+        return tuple(values[k] for k in by if k != "policy")
+
+    groups: dict[tuple[str, tuple[str, ...]], list[EpisodeRecord]] = {}
+    for r in records:
+        groups.setdefault((r.policy_name, key(r)), []).append(r)
+    rank = {lv: i for i, lv in enumerate(LEVEL_ORDER)}
+    cols = [k for k in by if k != "policy"]
+
+    def order(item: tuple[tuple[str, tuple[str, ...]], list[EpisodeRecord]]) -> tuple:
+        policy, values = item[0]
+        return (policy, *((rank.get(v, 99), v) if c == "level" else (0, v) for c, v in zip(cols, values, strict=True)))
+
+    return [(values, summarize(policy, rs)) for (policy, values), rs in sorted(groups.items(), key=order)]
+
+
+def format_grouped(groups: list[tuple[tuple[str, ...], PolicySummary]], by: tuple[str, ...], *,
+                   markdown: bool = False) -> str:
+    """The report table with the group columns first (plain text aligned, or Markdown)."""
+    cols = [k for k in by if k != "policy"]
+    headers = (*cols, *HEADERS)
+    rows = [(*values, *summary_row(s)) for values, s in groups]
+    if markdown:
+        lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows, strict=True)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*headers), fmt.format(*("-" * w for w in widths)), *(fmt.format(*r) for r in rows)])

@@ -17,6 +17,8 @@ def register(app: typer.Typer) -> None:
         max_steps: int = typer.Option(10, "--max-steps"),
         concurrency: int = typer.Option(8, "--concurrency", min=1, help="episodes in flight at once"),
         markdown: bool = typer.Option(False, "--markdown", help="print a Markdown table"),
+        by: str = typer.Option(None, "--by", help="also split each policy's row by domain, level, family "
+                                                  "(comma list; level: generated sets' difficulty)"),
     ) -> None:
         """Run every policy on the same tasks and seeds; print the comparison table."""
         import asyncio
@@ -24,7 +26,7 @@ def register(app: typer.Typer) -> None:
 
         from rollout.episode import EpisodeConfig, run_episodes
         from rollout.policies import PolicySpecError, make_policy
-        from rollout.report import HEADERS, format_markdown, summarize, summary_row
+        from rollout.report import HEADERS, format_markdown, parse_group_by, summarize, summarize_by, summary_row
         from rollout.tasks import TaskSpecError, load_tasks
 
         if llm != "sim":
@@ -39,13 +41,15 @@ def register(app: typer.Typer) -> None:
                 elif piece:
                     specs.append(piece)
             policies = {spec: make_policy(spec, seed=seed) for spec in specs}
-        except (TaskSpecError, PolicySpecError) as exc:
+            group_by = parse_group_by(by)
+        except (TaskSpecError, PolicySpecError, ValueError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from exc
         if not task_list:
             typer.echo("error: the task spec matched no tasks", err=True)
             raise typer.Exit(2)
         summaries = []
+        all_records = []
         for spec, pol in policies.items():
             t0 = time.monotonic()
             records = []
@@ -53,9 +57,15 @@ def register(app: typer.Typer) -> None:
                 config = EpisodeConfig(max_steps=max_steps, seed=seed + k, llm_backend=llm, run_id="report")
                 records += asyncio.run(run_episodes(task_list, pol, config, concurrency=concurrency))
             summaries.append(summarize(spec, records))
+            all_records += records
             typer.echo(f"  {spec}: {len(records)} episodes in {time.monotonic() - t0:.1f}s", err=True)
         typer.echo(f"SIMULATED agent world (llm_backend={llm}) - not real-LLM results. tasks: {tasks} "
                    f"({len(task_list)}), seed {seed}, episodes/task {episodes}, max steps {max_steps}")
+        if group_by:
+            from rollout.report import format_grouped
+
+            typer.echo(format_grouped(summarize_by(all_records, group_by), group_by, markdown=markdown))
+            return
         if markdown:
             typer.echo(format_markdown(summaries))
             return

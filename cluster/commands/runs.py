@@ -23,8 +23,9 @@ def _store(url: str | None):  # noqa: ANN202  (TrajectoryStore; imported lazily)
     return TrajectoryStore(url or Settings.from_env().store_url)
 
 
-def print_run_report(store, run_id: str) -> bool:  # noqa: ANN001
-    """The refinement-loop report for one run (rollout.report); False when the run has no episodes."""
+def print_run_report(store, run_id: str, by: tuple[str, ...] = ()) -> bool:  # noqa: ANN001
+    """The refinement-loop report for one run (rollout.report), split by `by` (e.g. domain, level)
+    when given; False when the run has no episodes."""
     from rich.table import Table
 
     from rollout.report import HEADERS, summarize, summary_row
@@ -42,9 +43,17 @@ def print_run_report(store, run_id: str) -> bool:  # noqa: ANN001
     title = f"run {run_id}"
     if backends == {"sim"}:
         title += "  SIMULATED agent world (llm_backend=sim) - not real-LLM results"
-    table = Table(*HEADERS, title=title, title_justify="left")
-    for policy, records in sorted(by_policy.items()):
-        table.add_row(*summary_row(summarize(policy, records)))
+    if by:
+        from rollout.report import summarize_by
+
+        cols = [k for k in by if k != "policy"]
+        table = Table(*cols, *HEADERS, title=title, title_justify="left")
+        for values, s in summarize_by(episodes, by):
+            table.add_row(*values, *summary_row(s))
+    else:
+        table = Table(*HEADERS, title=title, title_justify="left")
+        for policy, records in sorted(by_policy.items()):
+            table.add_row(*summary_row(summarize(policy, records)))
     console.print(table)
     if meta is not None:
         line = f"status {meta.status}: {len(episodes)}/{meta.episodes_requested} episodes committed"
@@ -86,12 +95,15 @@ def runs(ctx: typer.Context,
 
 @runs_app.command()
 def show(ctx: typer.Context, run_id: str = typer.Argument(..., help="run ID (see `halo runs`)"),
-         store: str = typer.Option(None, "--store", help="store URL")) -> None:
+         store: str = typer.Option(None, "--store", help="store URL"),
+         by: str = typer.Option(None, "--by", help="split rows by domain, level, family (comma list)")) -> None:
     """Print the report table of one run (oracle/validator success, steps, LLM calls, cost)."""
+    from rollout.report import parse_group_by
     from rollout.store import check_run_id
 
     try:
         check_run_id(run_id)
+        group_by = parse_group_by(by)
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -100,7 +112,7 @@ def show(ctx: typer.Context, run_id: str = typer.Argument(..., help="run ID (see
         known = ", ".join(r.run_id for r in the_store.list_runs()) or "none"
         typer.echo(f"error: no run {run_id!r} in {the_store.url} (runs: {known})", err=True)
         raise typer.Exit(2)
-    print_run_report(the_store, run_id)
+    print_run_report(the_store, run_id, group_by)
 
 
 def register(app: typer.Typer) -> None:

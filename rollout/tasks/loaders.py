@@ -119,8 +119,9 @@ def load_tasks(spec: str) -> list[Task]:
     """Load tasks from a spec:
 
     planbench:DOMAIN[:N] | planbench:all[:N] | ipc:DIR | ipc:bundled | temporal:DIR |
-    temporal:bundled | natural_plan:FILE.json | bundled (every bundled task) | several specs
-    joined with ','. N keeps the first N tasks (per domain for planbench:all).
+    temporal:bundled | natural_plan:FILE.json | gen:DIR[:N][:level=A+B] (a generated set) |
+    planbench-dir:DIR[:DOMAIN][:N] (a full PlanBench data directory) | bundled (every bundled task) |
+    several specs joined with ','. N keeps the first N tasks (per domain for planbench:all).
     """
     if "," in spec:
         return [t for part in spec.split(",") if part.strip() for t in load_tasks(part.strip())]
@@ -139,6 +140,17 @@ def load_tasks(spec: str) -> list[Task]:
         path, _, count = rest.partition(":") if not Path(rest).exists() else (rest, "", "")
         return load_pddl_folder(Path(path), family=family,
                                 target_planner="fd" if kind == "ipc" else "temporal")[:_limit(count, spec)]
+    if kind == "gen":
+        from rollout.tasks.generators.genset import GenSetError, load_genset
+
+        try:
+            return load_genset(spec)
+        except GenSetError as exc:
+            raise TaskSpecError(str(exc)) from exc
+    if kind == "planbench-dir":
+        from rollout.tasks.planbench_dir import load_planbench_dir
+
+        return load_planbench_dir(rest)
     if kind == "natural_plan":
         if not rest:
             raise TaskSpecError("natural_plan needs a file: natural_plan:PATH.json")
@@ -146,7 +158,7 @@ def load_tasks(spec: str) -> list[Task]:
             raise TaskSpecError(f"natural_plan file not found: {rest}")
         return load_natural_plan(Path(rest))
     raise TaskSpecError(f"unknown task spec {spec!r}; try planbench:blocksworld:10, ipc:DIR, temporal:DIR, "
-                        "natural_plan:FILE.json or bundled")
+                        "natural_plan:FILE.json, gen:DIR, planbench-dir:DIR or bundled")
 
 
 def _limit(count: str, spec: str) -> int | None:
