@@ -350,3 +350,17 @@ def _after_fork_in_child() -> None:
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
 atexit.register(shutdown)
+
+
+def run(argv: list[str], *, files: dict[str, str | bytes] | None = None, limits: Limits = Limits(),
+        collect: tuple[str, ...] = (), level: str | None = None) -> RunResult:
+    """Run `argv` in its own directory under the sandbox level in force (or `level`).
+
+    argv[0] must be an absolute path to a program visible in the sandbox (under /usr, the
+    Python runtime, or the planner files). Never raises for what the command does; a failure
+    of the machinery itself comes back as returncode None with `error` set.
+    """
+    if not isinstance(argv, list | tuple) or not argv or not all(isinstance(a, str) for a in argv):
+        raise TypeError("argv must be a non-empty list of strings (no shell strings)")
+    request = {"kind": "exec", "argv": list(argv)}
+    return get_pool(level).call(request, files=files or {}, limits=limits, collect=collect)

@@ -25,8 +25,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from solvers.limits import Limits
-
 LEVELS = ("bwrap", "rlimits", "none")
 
 
@@ -133,19 +131,3 @@ def sandbox_level() -> str:
 
 def scrubbed_env(home: str = "/tmp") -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
-
-
-def run(argv: list[str], *, files: dict[str, str | bytes] | None = None, limits: Limits = Limits(),
-        collect: tuple[str, ...] = (), level: str | None = None) -> RunResult:
-    """Run `argv` in its own directory under the sandbox level in force (or `level`).
-
-    argv[0] must be an absolute path to a program visible in the sandbox (under /usr, the
-    Python runtime, or the planner files). Never raises for what the command does; a failure
-    of the machinery itself comes back as returncode None with `error` set.
-    """
-    from solvers.pool import get_pool
-
-    if not isinstance(argv, list | tuple) or not argv or not all(isinstance(a, str) for a in argv):
-        raise TypeError("argv must be a non-empty list of strings (no shell strings)")
-    request = {"kind": "exec", "argv": list(argv)}
-    return get_pool(level).call(request, files=files or {}, limits=limits, collect=collect)

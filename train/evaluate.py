@@ -9,7 +9,6 @@ refinement-loop report of rollout/report.py, plus the mean latency of non-rule d
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,8 +16,10 @@ from rollout.policy import Policy
 from rollout.report import PolicySummary, format_markdown, summarize
 from rollout.tasks.base import Task
 from rollout.trajectory import EpisodeRecord
+from train.train_tasks import TRAIN_TASKS_FILE, held_out, write_train_tasks
 
-TRAIN_TASKS_FILE = "train_tasks.json"
+__all__ = ["TRAIN_TASKS_FILE", "held_out", "write_train_tasks", "evaluate", "register_train_policies"]
+
 
 
 def register_train_policies() -> None:
@@ -37,18 +38,6 @@ def register_train_policies() -> None:
 
     register_policy_factory("model", model_factory)
     register_policy_factory("majority", majority_factory)
-
-
-def write_train_tasks(model_dir: str | Path, task_ids: list[str]) -> None:
-    (Path(model_dir) / TRAIN_TASKS_FILE).write_text(json.dumps(sorted(set(task_ids)), indent=1))
-
-
-def held_out(tasks: list[Task], model_dir: str | Path) -> list[Task]:
-    path = Path(model_dir) / TRAIN_TASKS_FILE
-    if not path.is_file():
-        return tasks
-    seen = set(json.loads(path.read_text()))
-    return [t for t in tasks if t.task_id not in seen]
 
 
 async def run_episodes(tasks: list[Task], policy_spec: str, *, seeds: list[int], run_id: str,

@@ -144,7 +144,7 @@ def train_fast_policy_examples(examples: list[Example], out_dir: str | Path, *, 
                                "nonzero_buckets": len(buckets), **(extra or {})})
     manifest.verify()
     manifest.save(out)
-    from train.evaluate import write_train_tasks
+    from train.train_tasks import write_train_tasks
 
     write_train_tasks(out, [e.task_id for e in train])
     return manifest

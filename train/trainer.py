@@ -248,7 +248,7 @@ def _write_artifact(cfg: TrainConfig, out: Path, card: DatasetCard, label_map: d
                "llm_backends": card.llm_backends})
     manifest.verify()
     manifest.save(out)
-    from train.evaluate import write_train_tasks
+    from train.train_tasks import write_train_tasks
 
     write_train_tasks(out, [r["task_id"] for r in read_split(cfg.data_dir, "train")])
     return manifest

@@ -20,3 +20,10 @@ class Task:
     gold_domain: str | None = None
     gold_problem: str | None = None
     gold_plan: str | None = None
+
+
+PLANBENCH_DOMAINS = ("blocksworld", "mystery_blocksworld", "depots", "logistics", "obfuscated_deceptive_logistics")
+
+
+class TaskSpecError(ValueError):
+    """A task spec or task file that cannot be loaded; the message says what and where."""

@@ -5,16 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rollout.tasks.base import Task
+from rollout.tasks.base import PLANBENCH_DOMAINS, Task, TaskSpecError
 from rollout.tasks.describe import describe
 
 DATA = Path(__file__).with_name("data")
-PLANBENCH_DOMAINS = ("blocksworld", "mystery_blocksworld", "depots", "logistics", "obfuscated_deceptive_logistics")
 NATURAL_PLAN_KINDS = ("trip_planning", "meeting_planning", "calendar_scheduling")
-
-
-class TaskSpecError(ValueError):
-    """A task spec or task file that cannot be loaded; the message says what and where."""
 
 
 def load_planbench(domain: str, root: Path = DATA / "planbench") -> list[Task]:

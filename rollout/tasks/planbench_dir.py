@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rollout.tasks.base import Task
-from rollout.tasks.loaders import PLANBENCH_DOMAINS, TaskSpecError
+from rollout.tasks.base import PLANBENCH_DOMAINS, Task, TaskSpecError
 
 
 def _domain_tasks(folder: Path, domain: str) -> list[Task]:

@@ -11,7 +11,7 @@ import pytest
 from solver_helpers import stray_processes
 
 import solvers
-from solvers import sandbox
+from solvers import pool, sandbox
 from solvers.limits import Limits
 
 PYTHON, _ = sandbox.python_runtime()
@@ -19,7 +19,7 @@ BWRAP = solvers.sandbox_level() == "bwrap"
 
 
 def py(code: str, **kwargs) -> sandbox.RunResult:
-    return sandbox.run([PYTHON, "-I", "-S", "-c", code], **kwargs)
+    return pool.run([PYTHON, "-I", "-S", "-c", code], **kwargs)
 
 
 @pytest.fixture
@@ -105,10 +105,10 @@ open('mine.txt', 'w').write('ok'); print('OWN', os.getcwd(), open('mine.txt').re
 def test_arguments_are_never_a_shell(tmp_path):
     marker = tmp_path / "pwned"
     evil = f"; touch {marker}; $(touch {marker}) `touch {marker}`"
-    result = sandbox.run(["/usr/bin/echo", evil])
+    result = pool.run(["/usr/bin/echo", evil])
     assert result.output.strip() == evil and not marker.exists()
     with pytest.raises(TypeError):
-        sandbox.run(f"/usr/bin/echo {evil}")  # type: ignore[arg-type]
+        pool.run(f"/usr/bin/echo {evil}")  # type: ignore[arg-type]
     # PDDL text is a file's content, never an argument.
     result = solvers.plan(f"(define (domain x)) {evil}", evil)
     assert result.category.is_parse_error and not marker.exists()
@@ -170,10 +170,10 @@ def test_scrubbed_environment(monkeypatch):
 
 
 def test_rlimits_level_also_confines_time_and_cleans_up():
-    result = sandbox.run([PYTHON, "-I", "-S", "-c", "import time; time.sleep(30)"], limits=Limits(timeout_s=1),
+    result = pool.run([PYTHON, "-I", "-S", "-c", "import time; time.sleep(30)"], limits=Limits(timeout_s=1),
                          level="rlimits")
     assert result.timed_out and result.level == "rlimits"
-    ok = sandbox.run(["/usr/bin/cat", "x"], files={"x": b"\x00\xffbytes"}, level="rlimits")
+    ok = pool.run(["/usr/bin/cat", "x"], files={"x": b"\x00\xffbytes"}, level="rlimits")
     assert ok.returncode == 0 and ok.output.endswith("bytes")
     assert stray_processes() == []
 
