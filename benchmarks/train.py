@@ -155,7 +155,7 @@ def bench_workers(steps: int, tolerance: float) -> dict:
     build_dataset(synthetic_episodes(n_tasks=16, seed=5), tmp / "data",
                   BuildConfig(augment_copies=0, tokenizer_dir=str(smollm2_dir())))
     curves = {}
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         # Same global batch of 4: 1 worker x batch 2 x accumulation 2, or 2 workers x 1 x 2.
         for workers, batch in ((1, 2), (2, 1)):

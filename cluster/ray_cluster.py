@@ -48,7 +48,7 @@ def start_or_join(address: str | None = None, *, num_cpus: int | None = None, da
     kwargs: dict[str, object] = {"num_cpus": cpus, "include_dashboard": dashboard, "log_to_driver": not quiet}
     if object_store_mb:
         kwargs["object_store_memory"] = object_store_mb * 1024 * 1024
-    info = ray.init(**kwargs)
+    info = ray.init(address="local", **kwargs)
     return RayHandle(info.address_info.get("gcs_address", ""), cpus, started_here=True,
                      dashboard_url=info.dashboard_url or None)
 

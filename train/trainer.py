@@ -189,7 +189,7 @@ def train_llm(cfg: TrainConfig) -> Manifest:
 
     started_ray = False
     if not ray.is_initialized():
-        ray.init(num_cpus=max(2, cfg.workers), include_dashboard=False, log_to_driver=cfg.progress)
+        ray.init(address="local", num_cpus=max(2, cfg.workers), include_dashboard=False, log_to_driver=cfg.progress)
         started_ray = True
     try:
         cpus = float(ray.cluster_resources().get("CPU", 2))

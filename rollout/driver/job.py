@@ -559,7 +559,7 @@ class RolloutJob:
         import ray
 
         if not ray.is_initialized():
-            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+            ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
         cpus = int(ray.cluster_resources().get("CPU", 1))
         replicas = self.config.replicas or max(1, cpus // self.config.cpus_per_worker)
         replicas = max(1, min(replicas, n_todo))

@@ -20,7 +20,7 @@ TASKS = "planbench:blocksworld:8"
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
              object_store_memory=256 * 1024 * 1024)
     ray.cloudpickle.register_pickle_by_value(faulty)  # fault-injecting episode functions ship to actors
     yield

@@ -36,7 +36,7 @@ def data(tmp_path_factory: pytest.TempPathFactory):
     train_fast_policy(few, root / "serving", check="oracle")
     examples = select_examples(episodes, "oracle")
     split_by_task(examples, 0.25, 0)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield root, examples
     ray.shutdown()
 

@@ -55,7 +55,7 @@ def world(tmp_path_factory: pytest.TempPathFactory):
 
     root = tmp_path_factory.mktemp("loop")
     store_url = str(root / "store")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     service = None
     try:
         store = TrajectoryStore(store_url)

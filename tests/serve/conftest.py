@@ -13,11 +13,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from serve_keys import ADMIN_KEY, API_KEY, STALL_KEY  # noqa: E402, F401
 from serve_synthetic import MAP_V1, MAP_V2, train_version  # noqa: E402
-
-API_KEY = "test-key-0123456789"
-STALL_KEY = "staller=stall-key-0123456789"  # a second decision key, for the stalled-clients test
-ADMIN_KEY = "ops=admin-key-0123456789"  # NAME=KEY: metrics and logs show "ops"
 
 
 def free_port() -> int:

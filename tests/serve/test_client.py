@@ -15,7 +15,7 @@ from serve.client import AsyncDecisionClient, DecisionClient, DecisionServiceErr
 
 
 def test_sync_client_on_every_route(cluster):
-    from conftest import ADMIN_KEY, API_KEY
+    from serve_keys import ADMIN_KEY, API_KEY
 
     with DecisionClient(cluster.direct_url, api_key=API_KEY) as client:
         a = client.decide(symptom_state(1).to_dict())
@@ -36,7 +36,7 @@ def test_sync_client_on_every_route(cluster):
 
 
 def test_async_client(cluster):
-    from conftest import API_KEY
+    from serve_keys import API_KEY
 
     client = AsyncDecisionClient(cluster.direct_url, api_key=API_KEY)
 

@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 import httpx
 import pytest
-from conftest import STALL_KEY
+from serve_keys import STALL_KEY
 from serve_synthetic import rule_state, symptom_state
 
 SHAPE = {"error", "field", "detail"}

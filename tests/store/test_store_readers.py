@@ -59,7 +59,7 @@ def test_ray_data(filled):
     import ray
 
     root, store, steps = filled
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         ds = ray.data.read_parquet(store.data_files(["run-a"]))
         assert ds.count() == steps["run-a"]

@@ -191,7 +191,7 @@ def test_ray_verification_gives_the_same_set_as_one_process(tmp_path: Path) -> N
 
     jobs = (("visitall", "easy"),)
     _gen(tmp_path / "local", jobs, count=4)
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:
         generate(GenerateRequest(jobs=jobs, count=4, seed=0, out=tmp_path / "ray", use_ray=True))
     finally:

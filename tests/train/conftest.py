@@ -46,6 +46,6 @@ def ray_local():
     """One in-process Ray (2 CPUs) shared by the training tests."""
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
