@@ -89,22 +89,10 @@ def prompt_sha256(messages: list[dict[str, str]]) -> str:
     return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
 
 
-class OpenAIChatClient:
-    def __init__(self, config: LLMConfig, *, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 rng: random.Random | None = None) -> None:
-        if config.max_attempts < 1 or config.max_concurrency < 1:
-            raise ValueError("max_attempts and max_concurrency must be at least 1")
-        self.config = config
-        self._sleep = sleep
-        self._rng = rng or random.Random()
-        self._records: list[CallRecord] = []
-        # The SDK client and the semaphore belong to one event loop; rebuilt when the loop changes
-        # (e.g. a synchronous caller running asyncio.run per decision).
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._sdk: openai.AsyncOpenAI | None = None
-        self._sem: asyncio.Semaphore | None = None
+class CallLedger:
+    """The calls a chat client made (its `_records`), for the episode's step records and cost totals."""
 
-    # --- accounting ------------------------------------------------------------------------
+    _records: list[CallRecord]
 
     @property
     def records(self) -> list[CallRecord]:
@@ -119,6 +107,22 @@ class OpenAIChatClient:
         return {"calls": len(recs), "tokens_in": sum(r.tokens_in for r in recs),
                 "tokens_out": sum(r.tokens_out for r in recs), "cost_usd": sum(r.cost_usd for r in recs),
                 "failed": sum(1 for r in recs if r.status != "ok")}
+
+
+class OpenAIChatClient(CallLedger):
+    def __init__(self, config: LLMConfig, *, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 rng: random.Random | None = None) -> None:
+        if config.max_attempts < 1 or config.max_concurrency < 1:
+            raise ValueError("max_attempts and max_concurrency must be at least 1")
+        self.config = config
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._records: list[CallRecord] = []
+        # The SDK client and the semaphore belong to one event loop; rebuilt when the loop changes
+        # (e.g. a synchronous caller running asyncio.run per decision).
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sdk: openai.AsyncOpenAI | None = None
+        self._sem: asyncio.Semaphore | None = None
 
     # --- calls -----------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, replace
 
 from rollout.agent_table import NATURAL_LANGUAGE_ID, NOOP_ID, NUM_AGENTS, agent_name
-from rollout.llm.client import CallRecord, ChatReply, prompt_sha256
+from rollout.llm.client import CallLedger, CallRecord, ChatReply, prompt_sha256
 from rollout.llm.prices import PriceTable
 from rollout.sim.faults import CATALOG
 from rollout.sim.world import GENERALIST_IDS, SimWorld, SimWorldMissing, current_world
@@ -124,7 +124,7 @@ def plausible_wrong(world: SimWorld, state: EpisodeState, right: int) -> list[in
     return seen or [a for a in range(NUM_AGENTS) if a not in (right, NOOP_ID, NATURAL_LANGUAGE_ID)]
 
 
-class SimTeacherChat:
+class SimTeacherChat(CallLedger):
     """Implements `rollout.agents.base.ChatBackend` for the prompted teacher in the simulated world."""
 
     def __init__(self, profile: TeacherProfile, *, prices: PriceTable = SIM_TEACHER_PRICES) -> None:
@@ -135,20 +135,6 @@ class SimTeacherChat:
     @property
     def model_name(self) -> str:
         return f"sim-{self.profile.name}({self.profile.model})"
-
-    @property
-    def records(self) -> list[CallRecord]:
-        return list(self._records)
-
-    def drain_records(self) -> list[CallRecord]:
-        out, self._records = self._records, []
-        return out
-
-    def totals(self) -> dict[str, float]:
-        recs = self._records
-        return {"calls": len(recs), "tokens_in": sum(r.tokens_in for r in recs),
-                "tokens_out": sum(r.tokens_out for r in recs), "cost_usd": sum(r.cost_usd for r in recs),
-                "failed": sum(1 for r in recs if r.status != "ok")}
 
     # TeacherPolicy passes the state its prompt was built from (the prompt itself cuts long sections).
     wants_state = True
