@@ -4,6 +4,7 @@ nodes, and a node killed mid-job (raylet and all its processes) loses and duplic
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -15,6 +16,11 @@ from rollout.driver import RolloutConfig, RolloutJob
 from rollout.store import TrajectoryStore
 
 MB = 1024 * 1024
+
+# Opt-in until its hang is found: after the node kill the job sometimes does not finish (seen on a
+# quiet machine and on a loaded one); a hang would take the whole CI run with it.
+pytestmark = pytest.mark.skipif(os.environ.get("HALO_MULTINODE_TESTS") != "1",
+                                reason="multi-node kill test is opt-in: HALO_MULTINODE_TESTS=1")
 
 
 def _start_cluster() -> Cluster:
