@@ -189,6 +189,20 @@ class _Types:
         return any(w in self.ancestors(h) or h in self.ancestors(w) for h in have for w in want)
 
 
+def _sections(top: Node, kind: str) -> dict[str, list[Node]]:
+    """`(define (KIND name) (:section ...) ...)` grouped by section keyword; anything else is not ours
+    to judge (_Skip leaves it to the planner)."""
+    if len(top) < 2 or not isinstance(top[1], Node) or len(top[1]) != 2 or top[1][0] != kind:
+        raise _Skip
+    sections = [s for s in top[2:] if isinstance(s, Node) and s and isinstance(s[0], Tok)]
+    if len(sections) != len(top) - 2:
+        raise _Skip
+    by_kind: dict[str, list[Node]] = {}
+    for s in sections:
+        by_kind.setdefault(str(s[0]), []).append(s)
+    return by_kind
+
+
 class _Checker:
     def __init__(self, deadline: float | None = None) -> None:
         self.deadline = deadline
@@ -445,15 +459,8 @@ class _Checker:
 
     def domain(self, top: Node) -> None:
         self.file = DOMAIN_FILE
-        if len(top) < 2 or not isinstance(top[1], Node) or len(top[1]) != 2 or top[1][0] != "domain":
-            raise _Skip
+        by_kind = _sections(top, "domain")
         self.domain_name = str(top[1][1])
-        sections = [s for s in top[2:] if isinstance(s, Node) and s and isinstance(s[0], Tok)]
-        if len(sections) != len(top) - 2:
-            raise _Skip
-        by_kind: dict[str, list[Node]] = {}
-        for s in sections:
-            by_kind.setdefault(str(s[0]), []).append(s)
         for s in by_kind.get(":requirements", []):
             self.requirements.update(str(x) for x in s[1:])
         for s in by_kind.get(":types", []):
@@ -518,14 +525,7 @@ class _Checker:
 
     def problem(self, top: Node) -> None:
         self.file = PROBLEM_FILE
-        if len(top) < 2 or not isinstance(top[1], Node) or len(top[1]) != 2 or top[1][0] != "problem":
-            raise _Skip
-        sections = [s for s in top[2:] if isinstance(s, Node) and s and isinstance(s[0], Tok)]
-        if len(sections) != len(top) - 2:
-            raise _Skip
-        by_kind: dict[str, list[Node]] = {}
-        for s in sections:
-            by_kind.setdefault(str(s[0]), []).append(s)
+        by_kind = _sections(top, "problem")
         for s in by_kind.get(":domain", []):
             if len(s) == 2 and isinstance(s[1], Tok) and s[1] != self.domain_name:
                 self.fail(s[1], "semantic.domain_name_mismatch",
