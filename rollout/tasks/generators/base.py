@@ -15,6 +15,16 @@ DOMAINS = Path(__file__).resolve().parent / "domains"
 Atom = tuple[str, ...]
 
 
+def wordings(words: dict[str, tuple[str, ...]], unsaid: tuple[str, ...] = ()) -> Callable[[Atom, int], str]:
+    """A Generator.phrase from format strings per predicate (one per wording variant); facts of an
+    `unsaid` predicate render as "" because the introduction states them once."""
+
+    def phrase(atom: Atom, variant: int) -> str:
+        return "" if atom[0] in unsaid else words[atom[0]][variant].format(*atom[1:])
+
+    return phrase
+
+
 class GeneratorError(ValueError):
     """A generator asked for something it cannot make; the message says what and the bounds."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from rollout.tasks.generators.base import DATA, Atom, Generator, Knob, Problem, random_towers
+from rollout.tasks.generators.base import DATA, Atom, Generator, Knob, Problem, random_towers, wordings
 
 
 def _state(towers: list[list[str]]) -> list[Atom]:
@@ -38,8 +38,7 @@ _WORDS = {
 }
 
 
-def phrase(atom: Atom, variant: int) -> str:
-    return _WORDS[atom[0]][variant].format(*atom[1:])
+phrase = wordings(_WORDS)
 
 
 INTROS = (

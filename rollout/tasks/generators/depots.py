@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from rollout.tasks.generators.base import DATA, Atom, Generator, Knob, Problem
+from rollout.tasks.generators.base import DATA, Atom, Generator, Knob, Problem, wordings
 
 
 def _stacks(rng: random.Random, crates: list[str], pallets: list[str]) -> dict[str, list[str]]:
@@ -63,8 +63,7 @@ _WORDS = {
 }
 
 
-def phrase(atom: Atom, variant: int) -> str:
-    return _WORDS[atom[0]][variant].format(*atom[1:])
+phrase = wordings(_WORDS)
 
 
 INTROS = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from rollout.tasks.generators.base import DATA, Atom, Generator, Knob, Problem
+from rollout.tasks.generators.base import DATA, Atom, Generator, Knob, Problem, wordings
 
 
 def _arrangement(rng: random.Random, discs: list[str], pegs: list[str], stacked: str | None) -> dict[str, str]:
@@ -43,10 +43,7 @@ _WORDS = {
 }
 
 
-def phrase(atom: Atom, variant: int) -> str:
-    if atom[0] == "smaller":  # stated once in the introduction: discs are numbered by size
-        return ""
-    return _WORDS[atom[0]][variant].format(*atom[1:])
+phrase = wordings(_WORDS, unsaid=("smaller",))  # stated once in the introduction: discs are numbered by size
 
 
 INTROS = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from rollout.tasks.generators.base import DATA, Atom, Generator, GeneratorError, Knob, Problem
+from rollout.tasks.generators.base import DATA, Atom, Generator, GeneratorError, Knob, Problem, wordings
 
 
 def make(rng: random.Random, sizes: dict[str, int]) -> Problem:
@@ -47,8 +47,7 @@ _WORDS = {
 }
 
 
-def phrase(atom: Atom, variant: int) -> str:
-    return _WORDS[atom[0]][variant].format(*atom[1:])
+phrase = wordings(_WORDS)
 
 
 INTROS = (

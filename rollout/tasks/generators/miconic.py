@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from rollout.tasks.generators.base import DOMAINS, Atom, Generator, GeneratorError, Knob, Problem
+from rollout.tasks.generators.base import DOMAINS, Atom, Generator, GeneratorError, Knob, Problem, wordings
 
 
 def make(rng: random.Random, sizes: dict[str, int]) -> Problem:
@@ -32,10 +32,7 @@ _WORDS = {
 }
 
 
-def phrase(atom: Atom, variant: int) -> str:
-    if atom[0] == "above":  # floors are numbered bottom-up; said in the introduction
-        return ""
-    return _WORDS[atom[0]][variant].format(*atom[1:])
+phrase = wordings(_WORDS, unsaid=("above",))  # floors are numbered bottom-up; said in the introduction
 
 
 INTROS = (

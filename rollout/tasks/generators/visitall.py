@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from rollout.tasks.generators.base import DOMAINS, Atom, Generator, GeneratorError, Knob, Problem
+from rollout.tasks.generators.base import DOMAINS, Atom, Generator, GeneratorError, Knob, Problem, wordings
 
 
 def _cell(x: int, y: int) -> str:
@@ -53,8 +53,7 @@ _WORDS = {
 }
 
 
-def phrase(atom: Atom, variant: int) -> str:
-    return _WORDS[atom[0]][variant].format(*atom[1:])
+phrase = wordings(_WORDS)
 
 
 INTROS = (
