@@ -12,32 +12,12 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
-from rollout.policy import Policy
 from rollout.report import PolicySummary, format_markdown, summarize
 from rollout.tasks.base import Task
 from rollout.trajectory import EpisodeRecord
 from train.train_tasks import TRAIN_TASKS_FILE, held_out, write_train_tasks
 
-__all__ = ["TRAIN_TASKS_FILE", "held_out", "write_train_tasks", "evaluate", "register_train_policies"]
-
-
-
-def register_train_policies() -> None:
-    """`model:DIR` (a trained artifact) and `majority:DIR` (its majority class) for make_policy."""
-    from rollout.policies import register_policy_factory
-
-    def model_factory(params: str, seed: int) -> Policy:
-        from train.policies import load_policy
-
-        return load_policy(params)
-
-    def majority_factory(params: str, seed: int) -> Policy:
-        from train.policies import ConstantPolicy, majority_agent
-
-        return ConstantPolicy(majority_agent(params))
-
-    register_policy_factory("model", model_factory)
-    register_policy_factory("majority", majority_factory)
+__all__ = ["TRAIN_TASKS_FILE", "held_out", "write_train_tasks", "evaluate"]
 
 
 async def run_episodes(tasks: list[Task], policy_spec: str, *, seeds: list[int], run_id: str,
@@ -69,7 +49,6 @@ class EvalRow:
 def evaluate(model_dir: str | Path, tasks: list[Task], *, teacher: str, episodes: int = 1, seed: int = 0,
              concurrency: int = 4, include: tuple[str, ...] = ("model", "teacher", "random", "majority"),
              ) -> tuple[list[EvalRow], dict[str, list[EpisodeRecord]]]:
-    register_train_policies()
     model_dir = Path(model_dir).resolve()
     specs = {"model": f"rules+model:{model_dir}", "teacher": teacher, "random": "rules+random",
              "majority": f"rules+majority:{model_dir}"}

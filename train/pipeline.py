@@ -273,10 +273,8 @@ def _evaluate(result: PipelineResult, families: list[str], tasks: list[Task], la
 
 def run_pipeline(cfg: PipelineConfig, log=print) -> PipelineResult:  # noqa: C901  (the stages, in order)
     from rollout.tasks.loaders import load_tasks
-    from train.evaluate import register_train_policies
 
     cfg.check()
-    register_train_policies()
     out = Path(cfg.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     result = PipelineResult(config=asdict(cfg))
