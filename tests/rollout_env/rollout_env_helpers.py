@@ -7,7 +7,7 @@ import random
 
 import solvers
 from rollout.agents.base import AgentContext
-from rollout.episode import evaluate
+from rollout.evaluation import evaluate
 from rollout.sim import Fault, SimConfig, SimWorld
 from rollout.state import EpisodeState
 from rollout.tasks import Task
