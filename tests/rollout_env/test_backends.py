@@ -48,3 +48,26 @@ def test_each_episode_gets_a_fresh_world_of_its_task_and_seed() -> None:
     assert isinstance(first, SimWorld) and first is not second
     assert (first.task, first.seed, second.seed) == (task, 4, 5)
     assert current_world() is second  # the simulated teacher answers from the latest world of this context
+
+
+def test_the_worker_gives_every_episode_its_one_backend() -> None:
+    import asyncio
+
+    from rollout.driver.plan import plan_episodes
+    from rollout.driver.worker import RolloutWorker, WorkerSetup
+    from rollout.episode import run_episode
+
+    tasks = load_tasks("planbench:blocksworld:2")
+    specs = plan_episodes(tasks, 2, "one-backend", base_seed=3)
+    seen = []
+
+    async def episode_fn(task, policy, config, *, episode_id):  # noqa: ANN001, ANN202
+        seen.append(config.backend)
+        return await run_episode(task, policy, config, episode_id=episode_id)
+
+    worker = RolloutWorker(WorkerSetup(run_id="one-backend", tasks=tasks, policy_spec="rules+scripted",
+                                       llm_spec="sim:scale=0", episode_fn=episode_fn))
+    batch = asyncio.run(worker.run_batch(specs))
+    assert len(seen) == len(specs) and all(b is worker.agents for b in seen)
+    assert isinstance(worker.agents, SimAgents) and worker.agents.config.latency_scale == 0.0
+    assert all(o.summary is not None and o.summary.num_steps > 0 and not o.error for o in batch.outcomes)
