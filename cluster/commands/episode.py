@@ -21,6 +21,7 @@ def register(app: typer.Typer) -> None:
         """Run one episode; print which agent ran at each step, why, and what the solvers said."""
         from dataclasses import asdict
 
+        from rollout.backends import SimAgents
         from rollout.episode import EpisodeConfig, run_episode_sync
         from rollout.policies import PolicySpecError, make_policy
         from rollout.tasks import TaskSpecError, find_task
@@ -35,7 +36,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from exc
         record = run_episode_sync(the_task, the_policy, EpisodeConfig(max_steps=max_steps, seed=seed,
-                                                                       llm_backend=llm))
+                                                                       backend=SimAgents()))
         if as_json:
             typer.echo(json.dumps(asdict(record), indent=2))
             return

@@ -73,17 +73,18 @@ def decide(candidate: Score, serving: Score, gate: GateConfig) -> GateResult:
 def run_gate_episodes(model_dir: Path, tasks: list[Task], *, seeds: list[int], run_id: str, max_steps: int,
                       llm: str, concurrency: int = 4) -> list[EpisodeRecord]:
     """Episodes of the rules-first policy in `model_dir` on `tasks` x `seeds` (in this process)."""
+    from rollout.backends import LLMAgents, SimAgents
     from rollout.driver.worker import parse_llm_spec
     from rollout.episode import EpisodeConfig, run_episode
-    from rollout.sim.world import SimConfig
     from train.policies import load_policy
 
     backend, model, base_url = parse_llm_spec(llm)
-    client = None
+    # The gate's simulated world is the default one (sim parameters of the spec do not apply here).
+    agents: SimAgents | LLMAgents = SimAgents()
     if model is not None:
         from rollout.llm import OpenAIChatClient, config_from_env
 
-        client = OpenAIChatClient(config_from_env(model, base_url))
+        agents = LLMAgents(backend, OpenAIChatClient(config_from_env(model, base_url)))
     policy = load_policy(model_dir, rules_first=True)
 
     async def all_episodes() -> list[EpisodeRecord]:
@@ -91,8 +92,7 @@ def run_gate_episodes(model_dir: Path, tasks: list[Task], *, seeds: list[int], r
 
         async def one(task: Task, seed: int) -> EpisodeRecord:
             async with sem:
-                config = EpisodeConfig(max_steps=max_steps, llm_backend=backend, seed=seed, run_id=run_id,
-                                       sim=SimConfig() if backend == "sim" else None, llm=client)
+                config = EpisodeConfig(max_steps=max_steps, seed=seed, run_id=run_id, backend=agents)
                 return await run_episode(task, policy, config)
 
         return list(await asyncio.gather(*[one(t, s) for t in tasks for s in seeds]))

@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -26,6 +26,9 @@ import solvers
 from rollout.driver.plan import EpisodeSpec
 from rollout.tasks.base import Task
 from rollout.trajectory import EpisodeRecord
+
+if TYPE_CHECKING:
+    from rollout.env import AgentBackend
 
 EpisodeFn = Callable[..., Awaitable[EpisodeRecord]]  # (task, policy, config, *, episode_id) -> record
 
@@ -41,7 +44,7 @@ class WorkerSetup:
     cpus: int = 1
     code_version: str = ""
     solver_timeout_s: float | None = None
-    episode_fn: EpisodeFn | None = None  # None: rollout.episode.run_episode
+    episode_fn: EpisodeFn | None = None  # None: rollout.episode.run_episode (over rollout.env.RefinementEnv)
     budget: Any = None  # the job's BudgetCoordinator actor (rollout.llm.budget), None: no limits
     budget_limits: Any = None  # its BudgetLimits
     llm_pool: int = 512  # HTTP connections (and calls in flight) of the worker's one LLM client
@@ -120,6 +123,25 @@ def parse_llm_spec(spec: str) -> tuple[str, str | None, str | None]:
     return f"openai:{model}", model, url or None
 
 
+def agent_backend_for(spec: str, *, pool: int = 512) -> AgentBackend:
+    """The agent backend of an --llm spec: the simulated world (its calls over HTTP when the spec
+    names a base_url) or real LLM agents on one OpenAI-protocol client of `pool` connections."""
+    from rollout.backends import LLMAgents, SimAgents
+    from rollout.llm import LLMConfig, OpenAIChatClient, config_from_env
+    from rollout.sim.spec import parse_sim_spec
+
+    backend, model, base_url = parse_llm_spec(spec)
+    if model is not None:
+        overrides = {} if os.environ.get("HALO_LLM_MAX_CONCURRENCY") else {"max_concurrency": pool}
+        return LLMAgents(backend, OpenAIChatClient(config_from_env(model, base_url, **overrides)))
+    options = parse_sim_spec(spec)
+    transport = None
+    if options.base_url is not None:  # the simulated calls' waits go over HTTP (one client, one pool)
+        transport = OpenAIChatClient(LLMConfig(base_url=options.base_url, model=options.model,
+                                               max_concurrency=pool, timeout_s=600.0, max_attempts=8))
+    return SimAgents(options.config, transport=transport)
+
+
 class MeteredExecutor(ThreadPoolExecutor):
     """A thread pool that records, per call, how long it queued and how long it ran."""
 
@@ -161,31 +183,19 @@ class RolloutWorker:
     """Wrapped with ray.remote by the job; also usable directly (tests, a local debug run)."""
 
     def __init__(self, setup: WorkerSetup) -> None:
-        from rollout.llm import LLMConfig, OpenAIChatClient, config_from_env
         from rollout.llm.budget import LLMGate, install_gate
         from rollout.policies import make_policy
-        from rollout.sim.spec import parse_sim_spec
-        from rollout.sim.world import SimConfig
 
         self.setup = setup
         # Every LLM call of this process (agents, teacher, simulated world) draws from the job's budget.
         self.gate = install_gate(LLMGate(setup.budget, setup.budget_limits, worker=f"worker-{os.getpid()}"))
         self.policy = make_policy(setup.policy_spec, seed=setup.seed)
-        self.backend, model, base_url = parse_llm_spec(setup.llm_spec)
         pool = setup.llm_pool
         if setup.budget_limits is not None and setup.budget_limits.concurrency:
             pool = max(1, min(pool, int(setup.budget_limits.concurrency)))
-        self.llm = None
-        self.sim_config: SimConfig | None = None
-        if model is not None:
-            overrides = {} if os.environ.get("HALO_LLM_MAX_CONCURRENCY") else {"max_concurrency": pool}
-            self.llm = OpenAIChatClient(config_from_env(model, base_url, **overrides))
-        else:
-            options = parse_sim_spec(setup.llm_spec)
-            self.sim_config = options.config
-            if options.base_url is not None:  # the simulated calls' waits go over HTTP (one client, one pool)
-                self.llm = OpenAIChatClient(LLMConfig(base_url=options.base_url, model=options.model,
-                                                      max_concurrency=pool, timeout_s=600.0, max_attempts=8))
+        # One backend for all the worker's episodes: its one LLM client (and its connection pool).
+        self.agents = agent_backend_for(setup.llm_spec, pool=pool)
+        self.llm = self.agents.llm
         self.executor = MeteredExecutor(max(1, setup.cpus))
         self._in_flight = 0
         self._status_at = (time.perf_counter(), 0.0)
@@ -247,12 +257,14 @@ class RolloutWorker:
             self._in_flight -= 1
 
     async def _episode(self, spec: EpisodeSpec) -> EpisodeRecord:
+        from rollout.backends import SimAgents
         from rollout.episode import EpisodeConfig, run_episode
 
         s = self.setup
-        config = EpisodeConfig(max_steps=s.max_steps, llm_backend=self.backend, seed=spec.seed, run_id=s.run_id,
-                               sim=self.sim_config, llm=self.llm,
-                               code_version=s.code_version)
+        # backend= is what run_episode uses; the other fields describe it for custom episode functions
+        sim = self.agents.config if isinstance(self.agents, SimAgents) else None
+        config = EpisodeConfig(max_steps=s.max_steps, llm_backend=self.agents.name, seed=spec.seed, run_id=s.run_id,
+                               sim=sim, llm=self.llm, code_version=s.code_version, backend=self.agents)
         if s.solver_timeout_s is not None:
             from dataclasses import replace
 

@@ -7,7 +7,7 @@ import random
 
 import solvers
 from rollout.agents.base import AgentContext
-from rollout.episode import evaluate
+from rollout.evaluation import evaluate
 from rollout.sim import Fault, SimConfig, SimWorld
 from rollout.state import EpisodeState
 from rollout.tasks import Task
@@ -27,9 +27,7 @@ def evaluated_state(task: Task, domain: str, problem: str, plan: str) -> Episode
     """The state the loop would build: validate a given plan, or plan first when there is none."""
     state = EpisodeState(task_description=task.description, domain=domain, problem=problem,
                          target_planner=task.target_planner)
-    ev = asyncio.run(evaluate(state, plan, not plan, task.target_planner, solvers.Limits()))
-    state.plan, state.plan_found, state.plan_valid = ev.plan, ev.plan_found, ev.plan_valid
-    state.error_category, state.validator_errors, state.planner_log = ev.category, ev.validator_errors, ev.planner_log
+    asyncio.run(evaluate(state, plan, not plan, task.target_planner, solvers.Limits())).apply_to(state)
     return state
 
 

@@ -1,0 +1,241 @@
+"""The refinement loop as an environment: `reset(task, seed)` -> state, `step(decision)` -> StepResult, `close()`.
+
+One `RefinementEnv` runs one episode at a time (`reset` starts the next). Its LLM agents work on
+an injected `AgentBackend` (rollout/backends.py: the simulated world or real LLM agents); the
+planner and validator are always real. `reset` drafts the starting PDDL when the backend's world
+drafts one and evaluates it. Each `step` applies the decided agent, plans and validates what
+changed and records a `StepRecord`. The episode is done when the decision is NoOp (11) on a plan
+the validator accepts, or when the step budget is spent; then an accepted plan is rendered in
+words by agent 12 (one more, rule-decided step) and the oracle checks the answer.
+
+Agent and solver failures are failed steps, never exceptions. Stepping an environment that was
+never reset, whose episode is done, or that is closed raises `EnvStateError`. `close()` may be
+called any number of times. What was recorded (`steps`, `solver_cpu_s`, `end`) stays readable
+after an exception and after `close()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+import solvers
+from rollout.agent_table import NATURAL_LANGUAGE_ID, NOOP_ID, agent_name
+from rollout.agents.base import AgentContext, AgentOutcome, ChatBackend, SimulatedAgents, make_agent
+from rollout.evaluation import evaluate
+from rollout.oracle import check_plan
+from rollout.policy import Decision
+from rollout.state import EpisodeState
+from rollout.tasks.base import Task
+from rollout.trajectory import StepRecord
+
+if TYPE_CHECKING:
+    from rollout.sim.world import Draft
+
+
+class EnvStateError(RuntimeError):
+    """The environment was used out of order (step before reset, after done, after close)."""
+
+
+class World(SimulatedAgents, Protocol):
+    """One episode's simulated agents: they also draft the PDDL the loop starts from."""
+
+    def draft(self) -> Draft: ...
+
+    @property
+    def name_map(self) -> dict[str, str]: ...
+
+
+class AgentBackend(Protocol):
+    """Where an episode's LLM agents do their work (rollout/backends.py)."""
+
+    name: str  # the episodes' llm_backend label ("sim" for the simulated world)
+
+    @property
+    def llm(self) -> ChatBackend | None: ...
+
+    def world(self, task: Task, seed: int) -> World | None:
+        """A fresh world for one episode; None when agents call a real LLM (no draft, no world)."""
+        ...
+
+
+@dataclass
+class EpisodeEnd:
+    """How a finished episode ended (filled in order, so an oracle failure keeps what came before)."""
+
+    final_plan: str = ""
+    success_validator: bool = False
+    natural_language_plan: str = ""
+    success_oracle: bool | None = None
+
+
+@dataclass
+class StepResult:
+    """`info`: "record" (this step's StepRecord); once done also "end" (EpisodeEnd) and "render"
+    (the natural-language step's StepRecord, or None)."""
+
+    state: EpisodeState
+    done: bool
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class RefinementEnv:
+    def __init__(self, backend: AgentBackend, *, limits: solvers.Limits | None = None, max_steps: int = 10,
+                 render_natural_language: bool = True) -> None:
+        self.backend = backend
+        self.limits = limits or solvers.Limits()
+        self.max_steps = max_steps
+        self.render_natural_language = render_natural_language
+        self.steps: list[StepRecord] = []
+        self.solver_cpu_s = 0.0
+        self.end: EpisodeEnd | None = None
+        self._task: Task | None = None
+        self._world: World | None = None
+        self._ctx: AgentContext | None = None
+        self._state: EpisodeState | None = None
+        self._state_json = ""
+        self._step = 0
+        self._closed = False
+
+    @property
+    def done(self) -> bool:
+        return self.end is not None
+
+    async def reset(self, task: Task, seed: int) -> EpisodeState:
+        """Start an episode of `task`; the state the policy decides on first."""
+        if self._closed:
+            raise EnvStateError("the environment is closed; make a new RefinementEnv")
+        self.steps, self.solver_cpu_s, self.end = [], 0.0, None
+        self._task, self._state = task, None
+        self._world = self.backend.world(task, seed)
+        rng = random.Random(f"agents|{seed}|{task.task_id}")
+        self._ctx = AgentContext(task=task, limits=self.limits, rng=rng, llm=self.backend.llm, sim=self._world,
+                                 llm_backend_name=self.backend.name)
+        state = EpisodeState(task_description=task.description, spec_json=task.spec_json,
+                             target_planner=task.target_planner)
+        if self._world is not None:
+            draft = self._world.draft()
+            state.domain, state.problem = draft.domain, draft.problem
+            if draft.domain:
+                ev = await evaluate(state, draft.plan, not draft.plan, task.target_planner, self.limits)
+                ev.apply_to(state)
+                self.solver_cpu_s += ev.solver_cpu_s
+        self._state = state
+        if self.max_steps <= 0:
+            await self._finish(state, {})
+        else:
+            self._hand_over(state, 0)
+        return state
+
+    async def step(self, decision: Decision) -> StepResult:
+        """Apply the decided agent; plan and validate what changed; the next state."""
+        state = self._check_steppable()
+        step, state_json = self._step, self._state_json
+        if decision.agent_id == NOOP_ID:
+            outcome = await self._apply_agent(NOOP_ID, state, decision)
+            record = _step_record(step, state_json, decision, outcome, state)
+            state.history = state.with_history(NOOP_ID)
+            finished = bool(state.plan_valid)
+        else:
+            outcome = await self._apply_agent(decision.agent_id, state, decision)
+            state = await self._next_state(state, outcome, decision)
+            self.solver_cpu_s += outcome.solver_cpu_s
+            record = _step_record(step, state_json, decision, outcome, state)
+            finished = False
+        self.steps.append(record)
+        self._state = state
+        info: dict[str, Any] = {"record": record}
+        if finished or step + 1 >= self.max_steps:
+            await self._finish(state, info)
+        else:
+            self._hand_over(state, step + 1)
+        return StepResult(state, self.done, info)
+
+    def close(self) -> None:
+        """Release the episode's world and context (idempotent; the records stay readable)."""
+        self._closed = True
+        self._world = self._ctx = self._state = self._task = None
+
+    # ------------------------------------------------------------------------------------------
+
+    def _check_steppable(self) -> EpisodeState:
+        if self._closed:
+            raise EnvStateError("step() on a closed environment")
+        if self.end is not None:
+            raise EnvStateError("step() after the episode is done; reset() starts the next one")
+        if self._state is None:
+            raise EnvStateError("step() before reset()")
+        return self._state
+
+    def _hand_over(self, state: EpisodeState, step: int) -> None:
+        # The step record keeps the state as the policy saw it, taken before the policy decides.
+        self._step = state.step = step
+        self._state_json = state.to_json()
+
+    async def _next_state(self, state: EpisodeState, outcome: AgentOutcome, decision: Decision) -> EpisodeState:
+        assert self._task is not None
+        next_state = replace(state, history=state.with_history(decision.agent_id))
+        if outcome.ok:
+            pddl_changed = (outcome.domain, outcome.problem) != (state.domain, state.problem)
+            next_state.domain, next_state.problem = outcome.domain, outcome.problem
+            if outcome.proposed_solution:
+                next_state.proposed_solution = outcome.proposed_solution
+            if outcome.plan or pddl_changed:
+                ev = await evaluate(next_state, outcome.plan, pddl_changed, self._task.target_planner, self.limits)
+                ev.apply_to(next_state)
+                self.solver_cpu_s += ev.solver_cpu_s
+        return next_state
+
+    async def _finish(self, state: EpisodeState, info: dict[str, Any]) -> None:
+        assert self._task is not None
+        task = self._task
+        self.end = end = EpisodeEnd(final_plan=state.plan, success_validator=bool(state.plan_valid))
+        info["end"], info["render"] = end, None
+        if state.plan_valid and self.render_natural_language:
+            state.step = len(self.steps)
+            state_json = state.to_json()
+            decision = Decision(NATURAL_LANGUAGE_ID, "rule", reason="render the accepted plan for a person")
+            outcome = await self._apply_agent(NATURAL_LANGUAGE_ID, state, decision)
+            end.natural_language_plan = outcome.natural_language if outcome.ok else ""
+            info["render"] = _step_record(state.step, state_json, decision, outcome, state)
+            self.steps.append(info["render"])
+        # Oracle-correct needs an answer: a plan the loop itself did not accept counts as no answer.
+        if task.gold_domain or task.gold_plan:
+            if not state.plan_valid:
+                end.success_oracle = False
+            else:
+                name_map = self._world.name_map if self._world is not None else None
+                verdict = await asyncio.to_thread(check_plan, task, state.plan, name_map=name_map,
+                                                  limits=self.limits)
+                end.success_oracle = verdict.correct
+                self.solver_cpu_s += verdict.solver_cpu_s
+
+    async def _apply_agent(self, agent_id: int, state: EpisodeState, decision: Decision | None) -> AgentOutcome:
+        assert self._ctx is not None
+        try:
+            agent = make_agent(agent_id)
+        except KeyError as exc:
+            return AgentOutcome(state.domain, state.problem, ok=False, message=str(exc).strip("'\""))
+        try:
+            return await agent.apply(state, self._ctx,
+                                     dynamic_profile=decision.dynamic_profile if decision else None)
+        except Exception as exc:  # noqa: BLE001  (agents must not raise; if one does, the step fails)
+            return AgentOutcome(state.domain, state.problem, ok=False,
+                                message=f"{agent_name(agent_id)} raised {type(exc).__name__}: {exc}")
+
+
+def _step_record(step: int, state_json: str, decision: Decision, outcome: AgentOutcome, after: EpisodeState
+                 ) -> StepRecord:
+    return StepRecord(
+        step=step, state_json=state_json, agent_id=decision.agent_id, agent_name=decision.agent_name,
+        decided_by=decision.decided_by, is_hardcoded=decision.is_hardcoded, decision_reason=decision.reason,
+        decision_latency_ms=decision.latency_ms, domain_after=after.domain, problem_after=after.problem,
+        plan_after=after.plan, plan_found=after.plan_found, plan_valid=after.plan_valid,
+        error_category=after.error_category, agent_ok=outcome.ok, agent_message=outcome.message,
+        # A step's LLM accounting covers both the orchestrator's decision (a prompted teacher) and the agent.
+        llm_calls=outcome.llm_calls + decision.llm_calls, tokens_in=outcome.tokens_in + decision.tokens_in,
+        tokens_out=outcome.tokens_out + decision.tokens_out, latency_ms=outcome.latency_ms,
+        cost_usd=outcome.cost_usd + decision.cost_usd,
+    )
