@@ -135,7 +135,7 @@ class VLLMPolicy(Policy):
         params = SamplingParams(**self.builder.sampling_kwargs())
         outputs = self.llm.generate(prompts, params, lora_request=self._lora, use_tqdm=False)
         per = (time.perf_counter() - t0) * 1000.0 / len(states)
-        return [Decision(self.builder.agent_for(o.outputs[0].token_ids[0]), "student", per, "llm-vllm", self.version)
+        return [Decision(self.builder.agent_for(o.outputs[0].token_ids[0]), "model", per, "llm-vllm", self.version)
                 for o in outputs]
 
     def _decide(self, state: EpisodeState) -> Decision:
