@@ -136,3 +136,53 @@ def test_the_trajectory_records_the_label_the_server_answered(cluster, monkeypat
             body = http.post("/v1/decide", json=json.loads(step.state_json)).json()
             assert body["decided_by"] == step.decided_by, (step.step, body)
             assert step.decided_by in ("rule", MODEL)
+
+
+def _layers_of_one_decision(models, state: EpisodeState) -> list[str]:
+    """The project layers one /v1/decide passes through after the body is parsed, in call order
+    (consecutive calls in one layer collapsed). The replica object is the real DecisionService with
+    the real model; only Serve's replica start-up is skipped."""
+    import asyncio
+    import sys
+    from pathlib import Path
+
+    from serve.app import DecisionService, _ServedModel
+    from serve.metrics import ReplicaMetrics
+    from serve.runtime import load_model
+    from serve.schemas import StateIn
+
+    root = Path(__file__).resolve().parents[2]
+    # The class as written (Serve's ingress wrapper around it has an async __del__).
+    cls = next(c for c in DecisionService.func_or_class.__mro__[1:] if c.__qualname__ == "DecisionService")
+    svc = cls.__new__(cls)
+    svc._model = load_model(str(models.v1))
+    svc.metrics = ReplicaMetrics()
+    svc._policy = RulesFirst(_ServedModel(lambda: svc._model, None))  # the inline model needs no batch queue
+    body = StateIn.model_validate(state.to_dict())
+    layers: list[str] = []
+
+    def profile(frame, event, _arg) -> None:
+        path = Path(frame.f_code.co_filename)
+        if event == "call" and path.is_relative_to(root) and ".venv" not in path.parts \
+                and path.parts[len(root.parts)] in ("solvers", "rollout", "train", "serve", "cluster"):
+            layer = path.parts[len(root.parts)]
+            if not layers or layers[-1] != layer:
+                layers.append(layer)
+
+    sys.setprofile(profile)
+    try:
+        answer = asyncio.run(svc.decide(body))
+    finally:
+        sys.setprofile(None)
+    assert answer["decided_by"] in ("rule", MODEL)
+    return layers
+
+
+def test_the_decide_path_enters_train_once_and_does_not_bounce(models):
+    # Before issue 17 a model decision crossed layers 12 times (serve -> rollout -> serve -> rollout
+    # -> serve -> train -> rollout -> train -> rollout -> serve -> rollout -> serve -> rollout).
+    layers = _layers_of_one_decision(models, symptom_state(0))
+    assert layers.count("train") == 1, layers
+    assert len(layers) - 1 <= 8, layers
+    ruled = _layers_of_one_decision(models, rule_state("empty"))
+    assert "train" not in ruled and len(ruled) - 1 <= 6, ruled
