@@ -2,9 +2,9 @@
 
 The rules layer (`rollout.rules.RulesFirst`) answers in the request handler without touching the
 model; every other state goes to the loaded model, through one `@serve.batch` queue unless the
-model decides inline. Ingress and model share the replica so a
-decision costs one proxy hop, not two. The model is swapped atomically by a background thread
-that follows the registry actor (serve/registry.py), so a version rollout fails no request.
+model decides inline. Ingress and model share the replica so a decision costs one proxy hop, not
+two. The model is swapped atomically by a background thread that follows the registry actor
+(serve/registry.py), so a version rollout fails no request.
 """
 
 import asyncio
@@ -307,11 +307,10 @@ class DecisionService:
         t0 = time.perf_counter()
         d = await self._policy.adecide(state)
         latency_ms = (time.perf_counter() - t0) * 1000.0
+        model = self._model
         # A rule decision carries the version the replica serves, as the model's own decisions do.
-        if not d.policy_version:
-            model = self._model
-            d = replace(d, policy_version=model.version if model else "")
-        answer = replace(d, latency_ms=round(latency_ms, 3)).to_dict()
+        version = d.policy_version or (model.version if model else "")
+        answer = replace(d, latency_ms=round(latency_ms, 3), policy_version=version).to_dict()
         self._count(answer, latency_ms)
         return answer
 
