@@ -4,12 +4,11 @@ trained policy's decisions carry one label — in-process, on the server and in 
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
+from scripted_http import ScriptedHTTP
 from serve_keys import API_KEY
 from serve_synthetic import rule_state, symptom_state
 
@@ -53,47 +52,25 @@ def test_the_runtime_keeps_every_field_and_stamps_the_served_version(models):
         _loaded(models, _Rich(RICH)).decide_batch([symptom_state(0)])
 
 
-class _Answers(BaseHTTPRequestHandler):
-    body: dict = {}
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        data = json.dumps(self.body).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def answering():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-def test_every_field_survives_the_http_answer_and_both_clients(answering):
+def test_every_field_survives_the_http_answer_and_both_clients(flaky):
     from rollout.policies.http_student import StudentHTTPPolicy
     from serve.client import DecisionClient
     from serve.handle_policy import ServeHandlePolicy
 
+    _, url = flaky
     # What /v1/decide sends for a decision: its to_dict() through the response model.
-    _Answers.body = DecisionOut.model_validate(RICH.to_dict()).model_dump(mode="json")
-    assert set(_Answers.body) == set(RICH.to_dict())
-    with DecisionClient(answering) as client:
+    body = DecisionOut.model_validate(RICH.to_dict()).model_dump(mode="json")
+    assert set(body) == set(RICH.to_dict())
+    ScriptedHTTP.script[:] = [(200, {}, body), (200, {}, body)]
+    with DecisionClient(url) as client:
         answer = client.decide(symptom_state(0).to_dict())
     assert answer.decision() == RICH and answer.agent_name == RICH.agent_name
-    student = StudentHTTPPolicy(answering)
+    student = StudentHTTPPolicy(url)
     got = student.decide(symptom_state(0))
     student.close()
     assert replace(got, latency_ms=RICH.latency_ms) == RICH and got.latency_ms > 0  # the caller's latency
-    handle = ServeHandlePolicy()._to_decision(dict(_Answers.body), 0.0)
+    assert ScriptedHTTP.seen == ["/v1/decide", "/v1/decide"]
+    handle = ServeHandlePolicy()._to_decision(dict(body), 0.0)
     assert replace(handle, latency_ms=RICH.latency_ms) == RICH
 
 
