@@ -15,10 +15,12 @@ import os
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import httpx
+
+from rollout.policy import Decision
 
 API_KEY_ENV = "HALO_SERVE_API_KEY"
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -34,7 +36,7 @@ class DecisionServiceError(RuntimeError):
 
 @dataclass(frozen=True)
 class Answer:
-    """One decision as the service gave it."""
+    """One decision as the service gave it: every field of `rollout.policy.Decision`, and the agent's name."""
 
     agent_id: int
     agent_name: str
@@ -42,11 +44,25 @@ class Answer:
     policy_version: str
     latency_ms: float  # inside the service
     reason: str = ""
+    dynamic_profile: str | None = None  # the dynamic agent's task profile
+    llm_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Answer:
-        return cls(int(data["agent_id"]), str(data.get("agent_name", "")), str(data.get("decided_by", "")),
-                   str(data.get("policy_version", "")), float(data.get("latency_ms", 0.0)), str(data.get("reason", "")))
+        profile = data.get("dynamic_profile")
+        return cls(agent_id=int(data["agent_id"]), agent_name=str(data.get("agent_name", "")),
+                   decided_by=str(data.get("decided_by", "")), policy_version=str(data.get("policy_version", "")),
+                   latency_ms=float(data.get("latency_ms", 0.0)), reason=str(data.get("reason", "")),
+                   dynamic_profile=None if profile is None else str(profile),
+                   llm_calls=int(data.get("llm_calls", 0)), tokens_in=int(data.get("tokens_in", 0)),
+                   tokens_out=int(data.get("tokens_out", 0)), cost_usd=float(data.get("cost_usd", 0.0)))
+
+    def decision(self) -> Decision:
+        """The Decision the service made, every field kept (the name is derived from the ID)."""
+        return Decision.from_dict(asdict(self))
 
 
 @dataclass

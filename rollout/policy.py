@@ -3,6 +3,11 @@
 Every policy (rules, teacher LLM, random, scripted, trained student, HTTP client, search)
 implements `Policy`. Synchronous `decide` is the primitive; `adecide` lets network-bound
 policies overlap many episodes in one asyncio loop.
+
+A `Decision` keeps its fields wherever it travels: code that changes one uses
+`dataclasses.replace`, and `Decision.from_dict(d.to_dict())` (the HTTP answer's shape) is `d`.
+A trained policy's decisions are labelled `MODEL` everywhere: in the policy, on the service, in
+the HTTP answer and in the trajectory.
 """
 
 from __future__ import annotations
@@ -10,13 +15,16 @@ from __future__ import annotations
 import asyncio
 import time
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from rollout.agent_table import agent_name
 from rollout.state import EpisodeState
 
+# "student" is what trained policies wrote before they all said "model"; it stays readable (stored
+# trajectories, their /v1/feedback replays) but no policy emits it.
 DecidedBy = Literal["rule", "teacher", "student", "search", "random", "scripted", "model", "fallback"]
+MODEL: DecidedBy = "model"
 
 
 @dataclass(frozen=True)
@@ -43,9 +51,18 @@ class Decision:
         return self.decided_by == "rule"
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = {f.name: getattr(self, f.name) for f in _DECISION_FIELDS}  # all scalars: no deep copy
         data["agent_name"] = self.agent_name
         return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Decision:
+        """The decision `to_dict` wrote (`agent_name` is derived, so it is not read back)."""
+        return cls(**{name: data[name] for name in _DECISION_NAMES if name in data})
+
+
+_DECISION_FIELDS = fields(Decision)
+_DECISION_NAMES = tuple(f.name for f in _DECISION_FIELDS)
 
 
 class Policy(ABC):

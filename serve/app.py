@@ -1,9 +1,10 @@
 """The decision service: one Ray Serve deployment with a FastAPI ingress.
 
-The rules layer answers in the request handler without touching the model; every other state goes
-through one `@serve.batch` queue to the loaded model. Ingress and model share the replica so a
-decision costs one proxy hop, not two. The model is swapped atomically by a background thread
-that follows the registry actor (serve/registry.py), so a version rollout fails no request.
+The rules layer (`rollout.rules.RulesFirst`) answers in the request handler without touching the
+model; every other state goes to the loaded model, through one `@serve.batch` queue unless the
+model decides inline. Ingress and model share the replica so a decision costs one proxy hop, not
+two. The model is swapped atomically by a background thread that follows the registry actor
+(serve/registry.py), so a version rollout fails no request.
 """
 
 import asyncio
@@ -11,6 +12,8 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import psutil
@@ -21,10 +24,9 @@ from fastapi.responses import JSONResponse, Response
 from ray import serve
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from rollout.agent_table import agent_name
-from rollout.policy import Decision
-from rollout.rules import rule_decision
-from rollout.state import EpisodeState, StateError
+from rollout.policy import Decision, Policy
+from rollout.rules import RulesFirst
+from rollout.state import EpisodeState, StateError, field_path
 from serve.config import ServeConfig
 from serve.guard import ActiveGuard, GuardMiddleware, GuardSettings
 from serve.metrics import ReplicaMetrics, merge, render
@@ -103,10 +105,7 @@ def _field_of(loc: tuple[Any, ...] | list[Any]) -> str:
     parts = [p for p in loc if p != "body"]
     if not parts or isinstance(parts[0], int) and len(parts) == 1:
         return "body"  # JSON that does not parse (loc is the byte offset)
-    out = ""
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
-    return out
+    return field_path(parts)
 
 
 @api.exception_handler(RequestValidationError)
@@ -148,6 +147,30 @@ def _error_kind(status: int) -> str | None:
             499: "client_disconnect", 503: "unavailable"}.get(status, "internal" if status >= 500 else None)
 
 
+class _ServedModel(Policy):
+    """The replica's current model as the policy the rules layer defers to."""
+
+    name = "served-model"
+
+    def __init__(self, current: Callable[[], LoadedModel | None],
+                 batched: Callable[[EpisodeState], Awaitable[Decision]]) -> None:
+        self._current = current
+        self._batched = batched
+
+    def _decide(self, state: EpisodeState) -> Decision:  # the service decides through adecide only
+        model = self._current()
+        assert model is not None
+        return model.decide_batch([state])[0]
+
+    async def adecide(self, state: EpisodeState) -> Decision:
+        model = self._current()
+        # An inline policy decides in tens of microseconds: batching would only add the batch
+        # window's wait (about 1.5 ms p50 at concurrency 1), so it decides right here.
+        if model is not None and model.inline:
+            return model.decide_batch([state])[0]
+        return await self._batched(state)
+
+
 @serve.deployment(name="DecisionService")
 @serve.ingress(api)
 class DecisionService:
@@ -171,6 +194,7 @@ class DecisionService:
         self._feedback_writer: Any = None
         self._batched.set_max_batch_size(self.config.max_batch_size)
         self._batched.set_batch_wait_timeout_s(self.config.batch_wait_timeout_s)
+        self._policy = RulesFirst(_ServedModel(lambda: self._model, self._batched))
         target = ray.get(self._registry.target.remote())
         if target is None:
             raise RuntimeError("the model registry has no model; deploy one before starting replicas")
@@ -262,9 +286,10 @@ class DecisionService:
         if kind is not None:
             self.metrics.inc("halo_serve_errors", (kind,))
 
-    def _count(self, d: Decision) -> None:
-        self.metrics.inc("halo_serve_decisions", (str(d.agent_id), agent_name(d.agent_id), d.decided_by))
-        self.metrics.observe("halo_serve_decision_latency_seconds", d.latency_ms / 1000.0, (d.decided_by,))
+    def _count(self, answer: dict[str, Any], latency_ms: float) -> None:
+        by = answer["decided_by"]
+        self.metrics.inc("halo_serve_decisions", (str(answer["agent_id"]), answer["agent_name"], by))
+        self.metrics.observe("halo_serve_decision_latency_seconds", latency_ms / 1000.0, (by,))
 
     # -- decisions --------------------------------------------------------------------------------
 
@@ -277,32 +302,22 @@ class DecisionService:
             return model.decide_batch(states)
         return await asyncio.to_thread(model.decide_batch, states)
 
-    async def _decide(self, state: EpisodeState) -> Decision:
+    async def _decide(self, state: EpisodeState) -> dict[str, Any]:
+        """The decision as the API answers it (`Decision.to_dict()`), counted in the metrics."""
         t0 = time.perf_counter()
-        ruled = rule_decision(state)
-        if ruled is not None:
-            model = self._model
-            d = Decision(ruled.agent_id, "rule", (time.perf_counter() - t0) * 1000.0, ruled.reason,
-                         model.version if model else "")
-        else:
-            model = self._model
-            # An inline policy decides in tens of microseconds: batching would only add the batch
-            # window's wait (about 1.5 ms p50 at concurrency 1), so it decides right here.
-            d = model.decide_batch([state])[0] if model is not None and model.inline else await self._batched(state)
-            d = Decision(d.agent_id, d.decided_by, (time.perf_counter() - t0) * 1000.0, d.reason, d.policy_version)
-        self._count(d)
-        return d
-
-    @staticmethod
-    def _out(d: Decision) -> dict[str, Any]:
-        return {"agent_id": d.agent_id, "agent_name": d.agent_name, "decided_by": d.decided_by,
-                "policy_version": d.policy_version, "latency_ms": round(d.latency_ms, 3), "reason": d.reason}
+        d = await self._policy.adecide(state)
+        latency_ms = (time.perf_counter() - t0) * 1000.0
+        model = self._model
+        # A rule decision carries the version the replica serves, as the model's own decisions do.
+        version = d.policy_version or (model.version if model else "")
+        answer = replace(d, latency_ms=round(latency_ms, 3), policy_version=version).to_dict()
+        self._count(answer, latency_ms)
+        return answer
 
     @api.post("/v1/decide", response_model=DecisionOut, responses=GUARDED_RESPONSES,
               summary="Choose the next agent for one episode state")
     async def decide(self, body: StateIn) -> Any:  # type: ignore[valid-type]
-        state = EpisodeState.from_dict(body.model_dump())
-        return self._out(await self._decide(state))
+        return await self._decide(EpisodeState.from_model(body))
 
     @api.post("/v1/decide/batch", response_model=BatchOut, responses=GUARDED_RESPONSES,
               summary="Choose the next agent for many states at once")
@@ -310,14 +325,13 @@ class DecisionService:
         if len(body.states) > self.config.max_batch_states:
             return _refuse(request, 422, "invalid_request",
                            f"at most {self.config.max_batch_states} states per request", "states")
-        states = [EpisodeState.from_dict(s.model_dump()) for s in body.states]
-        decisions = await asyncio.gather(*(self._decide(s) for s in states))
+        decisions = await asyncio.gather(*(self._decide(EpisodeState.from_model(s)) for s in body.states))
         model = self._model
-        return {"decisions": [self._out(d) for d in decisions], "policy_version": model.version if model else ""}
+        return {"decisions": decisions, "policy_version": model.version if model else ""}
 
     async def decide_state(self, state: dict[str, Any]) -> dict[str, Any]:
         """The same decision for DeploymentHandle callers (serve/handle_policy.py); raises StateError."""
-        return self._out(await self._decide(EpisodeState.from_dict(state)))
+        return await self._decide(EpisodeState.from_dict(state))
 
     # -- feedback ---------------------------------------------------------------------------------
 

@@ -26,9 +26,8 @@ WRITER_NAME = "halo-feedback-writer"
 def episode_from_feedback(body: FeedbackIn, run_id: str, served_version: str) -> EpisodeRecord:
     steps = []
     for s in sorted(body.steps, key=lambda s: s.step):
-        data = s.model_dump()
-        state = EpisodeState.from_dict(data.pop("state"))
-        data.pop("step")
+        data = s.model_dump(exclude={"state", "step"})
+        state = EpisodeState.from_model(s.state)  # validated with the body (StateIn)
         agent = data.pop("agent_id")
         steps.append(StepRecord(step=s.step, state_json=state.to_json(), agent_id=agent, agent_name=agent_name(agent),
                                 is_hardcoded=s.decided_by == "rule", **data))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import Any
 
 from rollout.policy import Decision, Policy
@@ -33,9 +34,8 @@ class ServeHandlePolicy(Policy):
 
     def _to_decision(self, data: dict[str, Any], t0: float) -> Decision:
         self.version = data.get("policy_version", self.version)
-        decided_by = "rule" if data["decided_by"] == "rule" else "student"
-        return Decision(int(data["agent_id"]), decided_by, (time.perf_counter() - t0) * 1000.0,
-                        data.get("reason", ""), data.get("policy_version", ""))
+        # The service's decision as it made it; the latency is the one this caller saw.
+        return replace(Decision.from_dict(data), latency_ms=(time.perf_counter() - t0) * 1000.0)
 
     def decide(self, state: EpisodeState) -> Decision:
         t0 = time.perf_counter()

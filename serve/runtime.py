@@ -10,11 +10,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rollout.policy import Decision, Policy
+from rollout.agent_table import NUM_AGENTS
+from rollout.policy import MODEL, Decision, Policy
 from rollout.state import EpisodeState
 from serve.model_source import resolve_model
 from train.manifest import Manifest, ManifestError
@@ -56,10 +57,12 @@ class LoadedModel:
             raise ModelLoadError(f"runtime returned {len(decisions)} decisions for {len(states)} states")
         per_state_ms = (time.perf_counter() - t0) * 1000.0 / max(1, len(states))
         for d in decisions:
-            if not 0 <= d.agent_id <= 20:
-                raise ModelLoadError(f"model answered agent id {d.agent_id}, outside its 0..20 label map")
-        return [Decision(d.agent_id, "model", d.latency_ms or per_state_ms, d.reason, self.version)
-                for d in decisions]
+            if not 0 <= d.agent_id < NUM_AGENTS:
+                raise ModelLoadError(f"model answered agent id {d.agent_id}, outside its 0..{NUM_AGENTS - 1} label map")
+            if d.decided_by != MODEL:
+                raise ModelLoadError(f"model labelled its decision {d.decided_by!r}; trained policies say {MODEL!r}")
+        # Every other field (dynamic profile, costs) is the policy's own.
+        return [replace(d, latency_ms=d.latency_ms or per_state_ms, policy_version=self.version) for d in decisions]
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version, "policy_class": self.manifest.policy_class,

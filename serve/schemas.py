@@ -1,60 +1,48 @@
 """The HTTP API's request and response bodies (they make the OpenAPI document).
 
-`StateIn` is generated from `rollout.state.EpisodeState` so the two cannot drift apart; it is
-strict (no "1" for 1, no 0 for false) like `EpisodeState.from_dict`.
+`StateIn` is `rollout.state.state_schema()`, the one validation of an episode state, which
+`EpisodeState.from_dict` runs too; `DecisionOut` carries every field of `rollout.policy.Decision`.
 """
 
 from __future__ import annotations
 
-from dataclasses import MISSING, fields
+from dataclasses import fields
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
+from rollout.agent_table import DYNAMIC_AGENT_ID, NUM_AGENTS
 from rollout.policy import DecidedBy
-from rollout.state import EpisodeState
+from rollout.state import MAX_STEP, state_schema
 from rollout.trajectory import FEEDBACK_STEP_FIELDS, StepRecord
 
 # Strict: no coercion ("1" is not 1) and unknown fields refused, so a typo such as `plan_vaild`
 # is a 422 naming it rather than a silently different decision.
 _STRICT = ConfigDict(strict=True, extra="forbid")
 INT64_MAX = 2**63 - 1
-MAX_STEP = 100_000  # far past any refinement loop; bounds what the store and the encoders see
 # What the trajectory store's int64/float64 columns hold; floats also finite (no NaN/Infinity).
 Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
 Seconds = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
-AgentId = Annotated[int, Field(ge=0, le=21)]
-_TYPES: dict[str, Any] = {"str": str, "str | None": str | None, "bool": bool, "int": Count, "float": Seconds,
-                          "list[int]": list[AgentId]}
-_STATE_BOUNDS: dict[str, Any] = {"step": Annotated[int, Field(ge=0, le=MAX_STEP)],
-                                 "history": Annotated[list[AgentId], Field(max_length=1000)]}
+_TYPES: dict[str, Any] = {"str": str, "bool": bool, "int": Count, "float": Seconds}
 
-
-def _state_model() -> type[BaseModel]:
-    spec: dict[str, Any] = {}
-    for f in fields(EpisodeState):
-        annotation = _STATE_BOUNDS.get(f.name, _TYPES[str(f.type)])
-        if f.default is not MISSING:
-            spec[f.name] = (annotation, f.default)
-        elif f.default_factory is not MISSING:
-            spec[f.name] = (annotation, Field(default_factory=f.default_factory))
-        else:
-            spec[f.name] = (annotation, ...)
-    model = create_model("StateIn", __config__=_STRICT, **spec)
-    model.__doc__ = "An episode state (rollout/state.py): what the orchestrator sees at one refinement step."
-    return model
-
-
-StateIn = _state_model()
+StateIn = state_schema()
 
 
 class DecisionOut(BaseModel):
-    agent_id: int = Field(description="the chosen agent (0..20; 21 is the dynamic agent)")
+    """`rollout.policy.Decision.to_dict()`: every field of a decision, and the agent's name."""
+
+    agent_id: int = Field(description=f"the chosen agent (0..{NUM_AGENTS - 1}; {DYNAMIC_AGENT_ID} is the dynamic "
+                                      "agent)")
     agent_name: str
     decided_by: str = Field(description="rule (rules layer, no model) or model")
     policy_version: str = Field(description="version of the model on the replica that answered")
     latency_ms: float = Field(description="time spent deciding inside the service")
     reason: str = ""
+    dynamic_profile: str | None = Field(None, description=f"the task profile when agent_id is {DYNAMIC_AGENT_ID}")
+    llm_calls: int = Field(0, description="LLM calls the decision itself made (0 for a trained policy)")
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
 
 
 class BatchIn(BaseModel):
@@ -74,7 +62,7 @@ def _feedback_step_model() -> type[BaseModel]:
     spec: dict[str, Any] = {
         "step": (int, Field(ge=0, le=MAX_STEP)),
         "state": (StateIn, ...),
-        "agent_id": (int, Field(ge=0, le=21)),
+        "agent_id": (int, Field(ge=0, le=DYNAMIC_AGENT_ID)),
         "decided_by": (Literal[get_args(DecidedBy)], "model"),  # type: ignore[valid-type]
     }
     for name in FEEDBACK_STEP_FIELDS:

@@ -2,8 +2,9 @@
 and only when this runtime is chosen).
 
 Same answers as the CPU runtime (train/llm_policy.py) on the same inputs: the same encoder and
-tokenizer produce the same prompt token IDs, and the one generated token is restricted to the 21
-label tokens (`allowed_token_ids`) with greedy sampling, i.e. the argmax over the label logits.
+tokenizer produce the same prompt token IDs, and the one generated token is restricted to the
+label tokens, one per agent (`allowed_token_ids`), with greedy sampling, i.e. the argmax over the
+label logits.
 The LoRA adapter is applied per request (LoRARequest); prefix caching reuses the KV cache of the
 shared prompt head (system prompt and template) across decisions.
 
@@ -18,7 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rollout.policy import Decision, Policy
+from rollout.agent_table import NUM_AGENTS
+from rollout.policy import MODEL, Decision, Policy
 from rollout.state import EpisodeState
 from train.manifest import Manifest, ManifestError
 
@@ -75,7 +77,7 @@ class VLLMRequestBuilder:
     def agent_for(self, token_id: int) -> int:
         agent = self._agent_for_token.get(int(token_id))
         if agent is None:
-            raise RuntimeError(f"vLLM produced token {token_id}, which is not one of the 21 label tokens")
+            raise RuntimeError(f"vLLM produced token {token_id}, which is not one of the {NUM_AGENTS} label tokens")
         return agent
 
     def adapter_path(self) -> Path | None:
@@ -135,7 +137,7 @@ class VLLMPolicy(Policy):
         params = SamplingParams(**self.builder.sampling_kwargs())
         outputs = self.llm.generate(prompts, params, lora_request=self._lora, use_tqdm=False)
         per = (time.perf_counter() - t0) * 1000.0 / len(states)
-        return [Decision(self.builder.agent_for(o.outputs[0].token_ids[0]), "student", per, "llm-vllm", self.version)
+        return [Decision(self.builder.agent_for(o.outputs[0].token_ids[0]), MODEL, per, "llm-vllm", self.version)
                 for o in outputs]
 
     def _decide(self, state: EpisodeState) -> Decision:

@@ -55,10 +55,10 @@ class HashedLinearPolicy(Policy):
 
     def _decide(self, state: EpisodeState) -> Decision:
         agent = int(np.argmax(self.scores(state)))
-        return Decision(agent, "student", reason=POLICY_CLASS, policy_version=self.version)
+        return Decision(agent, "model", reason=POLICY_CLASS, policy_version=self.version)
 
     def decide_batch(self, states: Sequence[EpisodeState]) -> list[Decision]:
-        return [self.decide(s) for s in states]
+        return [self._decide(s) for s in states]  # untimed: the caller times the batch (serve/runtime.py)
 
     @classmethod
     def load(cls, model_dir: str | Path, manifest: Manifest | None = None) -> HashedLinearPolicy:

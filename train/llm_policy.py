@@ -83,7 +83,7 @@ class LLMRuntime:
         t0 = time.perf_counter()
         choice = self.label_logits(states).argmax(dim=-1).tolist()
         per = (time.perf_counter() - t0) * 1000.0 / len(states)
-        return [Decision(int(a), "student", per, "llm", self.version) for a in choice]
+        return [Decision(int(a), "model", per, "llm", self.version) for a in choice]
 
 
 class LLMPolicy(Policy):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 from rollout.decision_client import (
@@ -52,9 +53,8 @@ class StudentHTTPPolicy(Policy):
 
     def _result(self, answer: Answer, t0: float) -> Decision:
         self.version = answer.policy_version or self.version
-        decided_by = "rule" if answer.decided_by == "rule" else "student"
-        return _stamp(Decision(answer.agent_id, decided_by, answer.latency_ms, answer.reason, answer.policy_version),
-                      t0)
+        # Latency as this client saw it (network included); the service's own time is in the answer.
+        return replace(answer.decision(), latency_ms=(time.perf_counter() - t0) * 1000.0)
 
     # -- Policy -----------------------------------------------------------------------------------
 
@@ -78,12 +78,6 @@ class StudentHTTPPolicy(Policy):
             self._client.close()
             self._client = None
         self._aclient.close()
-
-
-def _stamp(decision: Decision, t0: float) -> Decision:
-    """Latency as the client saw it (network included); the service's own time is in `reason`-free data."""
-    return Decision(decision.agent_id, decision.decided_by, (time.perf_counter() - t0) * 1000.0, decision.reason,
-                    decision.policy_version)
 
 
 def feedback_payload(record: EpisodeRecord) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from scripted_http import flaky  # noqa: E402, F401  (the clients' scripted local server)
 from serve_keys import ADMIN_KEY, API_KEY, STALL_KEY  # noqa: E402, F401
 from serve_synthetic import MAP_V1, MAP_V2, train_version  # noqa: E402
 

@@ -200,7 +200,7 @@ def test_student_http_policy(cluster, monkeypatch):
         assert policy.decide(state).agent_id == local.decide(state).agent_id
     student = make_policy(f"student:{cluster.url}")
     d = student.decide(symptom_state(2))
-    assert (d.agent_id, d.decided_by, d.policy_version) == (MAP_V1[2], "student", "v1")
+    assert (d.agent_id, d.decided_by, d.policy_version) == (MAP_V1[2], "model", "v1")
 
     async def many():
         return await asyncio.gather(*(student.adecide(symptom_state(i % 4, task=i)) for i in range(12)))

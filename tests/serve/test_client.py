@@ -4,11 +4,9 @@ and its retry rules against a local HTTP server that answers 503/429 with Retry-
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from scripted_http import ScriptedHTTP as _Flaky
 from serve_synthetic import MAP_V1, rule_state, symptom_state
 
 from serve.client import AsyncDecisionClient, DecisionClient, DecisionServiceError, RetryPolicy
@@ -46,36 +44,6 @@ def test_async_client(cluster):
         return [a.agent_id for a in answers]
 
     assert asyncio.run(run()) == [MAP_V1[i % 4] for i in range(8)]
-
-
-class _Flaky(BaseHTTPRequestHandler):
-    script: list[tuple[int, dict[str, str], dict]] = []
-    seen: list[str] = []
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        self.seen.append(self.path)
-        status, headers, body = self.script.pop(0) if self.script else (500, {}, {"error": "internal"})
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        for k, v in {"content-type": "application/json", "content-length": str(len(data)), **headers}.items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def flaky():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    _Flaky.seen.clear()
-    yield server, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
 
 
 OK = {"agent_id": 13, "agent_name": "x", "decided_by": "model", "policy_version": "v9", "latency_ms": 0.1}

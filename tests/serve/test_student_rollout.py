@@ -16,7 +16,7 @@ def test_sim_episode_with_the_served_student_and_feedback(cluster, monkeypatch):
     record = run_episode_sync(task, policy, EpisodeConfig(max_steps=4, seed=1, llm_backend="sim"))
     assert record.llm_backend == "sim" and record.steps
     by = {s.decided_by for s in record.steps}
-    assert by <= {"rule", "student"}, by
+    assert by <= {"rule", "model"}, by
     assert all(s.is_hardcoded == (s.decided_by == "rule") for s in record.steps)
     student = policy.inner
     answer = student.send_feedback(record)

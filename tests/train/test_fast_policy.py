@@ -29,7 +29,7 @@ def test_trains_loads_and_beats_majority(tmp_path):
     assert hits / len(fresh) > 0.9
     assert Manifest.load(tmp_path / "fast").policy_class == "hashed_linear"
     state = EpisodeState.from_json(episodes[0].steps[0].state_json)
-    assert policy.decide(state).decided_by == "student"
+    assert policy.decide(state).decided_by == "model"
     wrapped = load_policy(tmp_path / "fast", rules_first=True)
     assert isinstance(wrapped, RulesFirst)
     assert wrapped.decide(EpisodeState(task_description="x")).agent_id == 2  # empty domain: rule

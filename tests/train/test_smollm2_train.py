@@ -24,4 +24,4 @@ def test_smollm2_trains_a_few_steps(ray_local, tmp_path, smollm2_path):
     state = EpisodeState(task_description="Stack a on b.", domain="(define (domain blocks))",
                          validator_errors="[validate.goal_not_reached] goal not reached", error_category="plan_invalid")
     decision = policy.decide(state)
-    assert 0 <= decision.agent_id <= 20 and decision.decided_by == "student"
+    assert 0 <= decision.agent_id <= 20 and decision.decided_by == "model"

@@ -78,7 +78,7 @@ def test_train_crash_resume_and_decide(trained, dataset, tiny_model):
     enc = policy.runtime.encode(states)
     assert enc["input_ids"].shape[1] == 40
     assert policy.runtime.tokenizer.decode(enc["input_ids"][0, -4:]).endswith("Selected Agent:")
-    assert all(0 <= d.agent_id <= 20 and d.decided_by == "student" for d in decisions)
+    assert all(0 <= d.agent_id <= 20 and d.decided_by == "model" for d in decisions)
 
 
 def test_corrupted_checkpoint_stops_clearly(trained, dataset, tiny_model, tmp_path):
@@ -152,4 +152,4 @@ def test_qlora_trains_a_4bit_nf4_base_on_cpu(ray_local, dataset, tiny_model, tmp
     policy = load_policy(out)
     d = policy.decide(EpisodeState(task_description="stack the blocks", domain="(define (domain d))",
                                    validator_errors="[validate.goal_not_reached]", error_category="plan_invalid"))
-    assert 0 <= d.agent_id <= 20 and d.decided_by == "student"
+    assert 0 <= d.agent_id <= 20 and d.decided_by == "model"
