@@ -115,7 +115,7 @@ def llm_bound(args: argparse.Namespace) -> bool:
 # ---- B ------------------------------------------------------------------------------------------
 
 def _start_server(rpm: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "sim_openai_server.py"), "--rpm", str(rpm),
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_openai.py"), "--rpm", str(rpm),
                              "--burst-s", "5"], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()

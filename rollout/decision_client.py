@@ -3,7 +3,8 @@ feedback and the admin routes. It lives in rollout/ because the student policy u
 never imports serve (the layering); `serve.client` re-exports it for production planners.
 
 Retry rules: transport errors (connect, read, timeouts), 429 and 5xx (503 overload included) are
-retried with exponential backoff and jitter, honouring Retry-After; every other 4xx (401, 403, 408,
+retried (tenacity, with the shared waits of `rollout.backoff`) with exponential backoff and jitter,
+honouring Retry-After up to the policy's longest backoff; every other 4xx (401, 403, 408,
 409, 413, 422) is a permanent answer and raised at once as DecisionServiceError with its status and
 the service's `{error, field, detail}`. Feedback is idempotent by episode_id, so retrying it is safe.
 """
@@ -12,13 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import httpx
+from tenacity import AsyncRetrying, Retrying, retry_if_exception_type, stop_after_attempt
+
+from rollout.backoff import retry_after_seconds, wait_equal_jitter, wait_retry_after
 
 from rollout.policy import Decision
 
@@ -69,14 +72,21 @@ class Answer:
 class RetryPolicy:
     retries: int = 4
     backoff_s: float = 0.1
-    max_backoff_s: float = 5.0
+    max_backoff_s: float = 5.0  # also the longest Retry-After honoured
 
-    def delay(self, attempt: int, response: httpx.Response | None) -> float:
-        if response is not None:
-            retry_after = response.headers.get("retry-after", "")
-            if retry_after.replace(".", "", 1).isdigit():
-                return min(float(retry_after), self.max_backoff_s)
-        return min(self.backoff_s * (2 ** attempt), self.max_backoff_s) * (0.5 + random.random() / 2)
+    def options(self) -> dict[str, Any]:
+        """tenacity's settings for a call: transient failures retried `retries` times."""
+        return {"retry": retry_if_exception_type(_Transient), "stop": stop_after_attempt(self.retries + 1),
+                "wait": wait_retry_after(wait_equal_jitter(self.backoff_s, self.max_backoff_s), self.max_backoff_s)}
+
+
+class _Transient(Exception):
+    """An attempt worth retrying: a transport error, or a 429/5xx answer (with the Retry-After it gave)."""
+
+    def __init__(self, response: httpx.Response | None, error: Exception | None) -> None:
+        super().__init__(str(error or response))
+        self.response, self.error = response, error
+        self.retry_after = None if response is None else retry_after_seconds(response.headers)
 
 
 def _error(response: httpx.Response, what: str) -> DecisionServiceError:
@@ -100,19 +110,20 @@ class _Base:
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
 
-    def _settle(self, attempt: int, response: httpx.Response | None, error: Exception | None,
-                what: str) -> tuple[httpx.Response | None, float]:
-        """(the 200 response, 0) when done, (None, delay) to retry; raises on a final failure."""
+    def _check(self, response: httpx.Response | None, error: Exception | None, what: str) -> dict[str, Any]:
+        """The body of a 200; raises _Transient to retry, DecisionServiceError on a permanent failure."""
         if error is None and response is not None and response.status_code == 200:
-            return response, 0.0
-        transient = isinstance(error, httpx.TransportError) or (
-            error is None and response is not None and response.status_code in RETRY_STATUS)
-        if attempt < self.retry.retries and transient:
-            return None, self.retry.delay(attempt, response)
+            return response.json()  # type: ignore[no-any-return]
+        if isinstance(error, httpx.TransportError) or (
+                error is None and response is not None and response.status_code in RETRY_STATUS):
+            raise _Transient(response, error)
+        raise self._failure(response, error, what) from error
+
+    def _failure(self, response: httpx.Response | None, error: Exception | None, what: str) -> DecisionServiceError:
         if error is not None:
-            raise DecisionServiceError(f"{what}: decision service at {self.base_url} unreachable: {error}") from error
+            return DecisionServiceError(f"{what}: decision service at {self.base_url} unreachable: {error}")
         assert response is not None
-        raise _error(response, what)
+        return _error(response, what)
 
 
 class DecisionClient(_Base):
@@ -125,17 +136,20 @@ class DecisionClient(_Base):
 
     def _call(self, method: str, path: str, body: Any = None, sleep: Callable[[float], None] = time.sleep
               ) -> dict[str, Any]:
-        for attempt in range(self.retry.retries + 1):
+        what = f"{method} {path}"
+
+        def attempt() -> dict[str, Any]:
             response, error = None, None
             try:
                 response = self._client.request(method, path, json=body)
             except httpx.HTTPError as exc:
                 error = exc
-            done, delay = self._settle(attempt, response, error, f"{method} {path}")
-            if done is not None:
-                return done.json()  # type: ignore[no-any-return]
-            sleep(delay)
-        raise AssertionError("unreachable")
+            return self._check(response, error, what)
+
+        try:
+            return Retrying(sleep=sleep, reraise=True, **self.retry.options())(attempt)
+        except _Transient as last:
+            raise self._failure(last.response, last.error, what) from last.error
 
     def decide(self, state: dict[str, Any]) -> Answer:
         return Answer.from_json(self._call("POST", "/v1/decide", state))
@@ -186,17 +200,20 @@ class AsyncDecisionClient(_Base):
         return self._client
 
     async def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        for attempt in range(self.retry.retries + 1):
+        what = f"{method} {path}"
+
+        async def attempt() -> dict[str, Any]:
             response, error = None, None
             try:
                 response = await self._pool().request(method, path, json=body)
             except httpx.HTTPError as exc:
                 error = exc
-            done, delay = self._settle(attempt, response, error, f"{method} {path}")
-            if done is not None:
-                return done.json()  # type: ignore[no-any-return]
-            await asyncio.sleep(delay)
-        raise AssertionError("unreachable")
+            return self._check(response, error, what)
+
+        try:
+            return await AsyncRetrying(reraise=True, **self.retry.options())(attempt)
+        except _Transient as last:
+            raise self._failure(last.response, last.error, what) from last.error
 
     async def decide(self, state: dict[str, Any]) -> Answer:
         return Answer.from_json(await self._call("POST", "/v1/decide", state))

@@ -7,7 +7,6 @@ older versions (missing columns read as null).
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -136,7 +135,3 @@ def table_to_episodes(table: pa.Table) -> list[EpisodeRecord]:
     for row in table.to_pylist():
         grouped.setdefault(row["episode_id"], []).append(row)
     return [EpisodeRecord.from_rows(rows) for rows in grouped.values()]
-
-
-def solver_versions_json(versions: dict[str, str]) -> str:
-    return json.dumps(versions, sort_keys=True)

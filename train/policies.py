@@ -7,10 +7,8 @@ and returns the policy class it names. Serving and evaluation go through here.
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
-from rollout.agent_table import AGENT_IDS, NOOP_ID
 from rollout.policy import Decision, Policy
 from rollout.rules import RulesFirst
 from rollout.state import EpisodeState
@@ -50,21 +48,6 @@ class ConstantPolicy(Policy):
 
     def _decide(self, state: EpisodeState) -> Decision:
         return Decision(self.agent_id, "model", reason=f"majority class {self.agent_id}")
-
-
-class UniformRandomPolicy(Policy):
-    """A uniformly random agent other than NoOp (which would end the episode unverified)."""
-    decides_inline = True
-
-    name = "random"
-
-    def __init__(self, seed: int = 0) -> None:
-        self._rng = random.Random(seed)
-        self._choices = [a for a in AGENT_IDS if a != NOOP_ID]
-        self.version = str(seed)
-
-    def _decide(self, state: EpisodeState) -> Decision:
-        return Decision(self._rng.choice(self._choices), "random", reason="uniform")
 
 
 def majority_agent(path: str | Path) -> int:

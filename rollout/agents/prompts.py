@@ -178,10 +178,6 @@ def prompt_for(agent_id: int) -> AgentPrompt:
     return PROMPTS[agent_id]
 
 
-def output_kind(agent_id: int) -> OutputKind:
-    return prompt_for(agent_id).output
-
-
 def system_prompt(agent_id: int, target_planner: str, dynamic_profile: str | None = None) -> str:
     spec = prompt_for(agent_id)
     parts = [spec.role]

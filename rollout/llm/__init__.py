@@ -5,28 +5,15 @@ from __future__ import annotations
 import os
 
 from rollout.llm.client import CallRecord, ChatReply, LLMConfig, OpenAIChatClient, prompt_sha256
-from rollout.llm.errors import (
-    LLMBadResponseError,
-    LLMConnectionError,
-    LLMError,
-    LLMRateLimitError,
-    LLMRequestError,
-    LLMServerError,
-    LLMTimeoutError,
-)
+from rollout.llm.errors import *  # noqa: F403  the typed errors, as errors.__all__ lists them
+from rollout.llm.errors import __all__ as _ERRORS
 from rollout.llm.prices import Price, PriceTable
 
 __all__ = [
+    *_ERRORS,
     "CallRecord",
     "ChatReply",
-    "LLMBadResponseError",
     "LLMConfig",
-    "LLMConnectionError",
-    "LLMError",
-    "LLMRateLimitError",
-    "LLMRequestError",
-    "LLMServerError",
-    "LLMTimeoutError",
     "OpenAIChatClient",
     "Price",
     "PriceTable",

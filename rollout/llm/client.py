@@ -2,8 +2,9 @@
 
 It implements `rollout.agents.base.ChatBackend`: `await client.chat(messages, purpose=...)`
 returns a `ChatReply` (text, tokens, latency, cost) or raises a typed `LLMError` after bounded
-retries. Retries use exponential backoff with jitter on timeouts, 429 (Retry-After honoured),
-5xx and connection errors; 4xx other than 429 and malformed bodies are not retried. A semaphore
+retries. Retries (tenacity, with the shared waits of `rollout.backoff`) use exponential backoff with
+jitter on timeouts, 429 (Retry-After honoured), 5xx and connection errors; 4xx other than 429 and
+malformed bodies are not retried. A semaphore
 caps the requests in flight per client, and its one connection pool is bounded to the same
 number; every call is recorded (`records`, `drain_records`). Each attempt also passes the
 process's LLM gate (`rollout.llm.budget`): the job-wide RPM/TPM/concurrency budget, when set.
@@ -12,7 +13,6 @@ process's LLM gate (`rollout.llm.budget`): the job-wide RPM/TPM/concurrency budg
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import hashlib
 import json
 import random
@@ -23,8 +23,10 @@ from typing import Any
 
 import httpx
 import openai
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
-from rollout.llm.budget import estimate_tokens, llm_gate
+from rollout.backoff import retry_after_seconds, stop_if_retry_after_over, wait_equal_jitter, wait_retry_after
+from rollout.llm.budget import LLMGate, estimate_tokens, llm_gate
 from rollout.llm.errors import (
     LLMBadResponseError,
     LLMConnectionError,
@@ -35,6 +37,8 @@ from rollout.llm.errors import (
     LLMTimeoutError,
 )
 from rollout.llm.prices import PriceTable
+
+RETRYABLE = (LLMTimeoutError, LLMConnectionError, LLMServerError, LLMRateLimitError)
 
 
 @dataclass(frozen=True)
@@ -148,27 +152,46 @@ class OpenAIChatClient(CallLedger):
         started, t0 = time.time(), time.perf_counter()
         sha = prompt_sha256(messages)
         attempt = 0
-        while True:
-            attempt += 1
-            try:
-                async with sem, gate.call(estimate) as call:
-                    call.tokens = 0  # a failed attempt is taken to cost nothing
-                    text, tin, tout, model = await self._once(sdk, messages, extra_body)
-                    call.tokens = tin + tout if tin + tout else estimate
-            except LLMError as exc:
-                exc.attempts = attempt
-                if isinstance(exc, LLMRateLimitError):
-                    gate.rate_limited(getattr(exc, "retry_after", None))
-                delay = self._retry_delay(exc, attempt)
-                if delay is None:
-                    self._record(purpose, sha, 0, 0, t0, started, exc.kind, attempt, str(exc))
-                    raise
-                await self._sleep(delay)
-                continue
-            latency = (time.perf_counter() - t0) * 1000.0
-            cost = cfg.prices.cost(cfg.model, tin, tout)
-            self._record(purpose, sha, tin, tout, t0, started, "ok", attempt, "", cost)
-            return ChatReply(text, tin, tout, latency, cost, model, attempt)
+        try:
+            async for trial in self._retrying():
+                with trial:
+                    attempt = trial.retry_state.attempt_number
+                    text, tin, tout, model = await self._attempt(sdk, sem, gate, estimate, messages, extra_body,
+                                                                 attempt)
+        except LLMError as exc:
+            self._record(purpose, sha, 0, 0, t0, started, exc.kind, attempt, str(exc))
+            raise
+        latency = (time.perf_counter() - t0) * 1000.0
+        cost = cfg.prices.cost(cfg.model, tin, tout)
+        self._record(purpose, sha, tin, tout, t0, started, "ok", attempt, "", cost)
+        return ChatReply(text, tin, tout, latency, cost, model, attempt)
+
+    def _retrying(self) -> AsyncRetrying:
+        """Timeouts, connection errors, 5xx and 429 are retried (a 429's Retry-After honoured, a too long one
+        fails at once); other errors and the last attempt's are raised as they are."""
+        cfg = self.config
+        backoff = wait_equal_jitter(cfg.backoff_base_s, cfg.backoff_max_s, self._rng)
+        return AsyncRetrying(
+            retry=retry_if_exception_type(RETRYABLE),
+            stop=stop_after_attempt(cfg.max_attempts) | stop_if_retry_after_over(cfg.max_retry_after_s),
+            wait=wait_retry_after(backoff, cap_s=cfg.max_retry_after_s, jitter_s=0.1 * cfg.backoff_base_s,
+                                  rng=self._rng),
+            sleep=self._sleep, reraise=True)
+
+    async def _attempt(self, sdk: openai.AsyncOpenAI, sem: asyncio.Semaphore, gate: LLMGate, estimate: int,
+                       messages: list[dict[str, str]], extra_body: dict[str, Any] | None,
+                       attempt: int) -> tuple[str, int, int, str]:
+        try:
+            async with sem, gate.call(estimate) as call:
+                call.tokens = 0  # a failed attempt is taken to cost nothing
+                text, tin, tout, model = await self._once(sdk, messages, extra_body)
+                call.tokens = tin + tout if tin + tout else estimate
+        except LLMError as exc:
+            exc.attempts = attempt
+            if isinstance(exc, LLMRateLimitError):
+                gate.rate_limited(getattr(exc, "retry_after", None))
+            raise
+        return text, tin, tout, model
 
     async def _once(self, sdk: openai.AsyncOpenAI, messages: list[dict[str, str]],
                     extra_body: dict[str, Any] | None = None) -> tuple[str, int, int, str]:
@@ -187,7 +210,7 @@ class OpenAIChatClient(CallLedger):
             raise LLMConnectionError(f"connection failed: {exc}") from None
         except openai.RateLimitError as exc:
             err = LLMRateLimitError(f"rate limited (429): {_short(exc)}", status=429)
-            err.retry_after = _retry_after(exc.response.headers)  # type: ignore[attr-defined]
+            err.retry_after = retry_after_seconds(exc.response.headers)  # type: ignore[attr-defined]
             raise err from None
         except openai.APIStatusError as exc:
             if exc.status_code >= 500:
@@ -198,20 +221,6 @@ class OpenAIChatClient(CallLedger):
         except openai.OpenAIError as exc:  # response validation and other SDK-level failures
             raise LLMBadResponseError(f"unusable response: {exc}") from None
         return _parse_completion(body_text, cfg.model)
-
-    def _retry_delay(self, exc: LLMError, attempt: int) -> float | None:
-        cfg = self.config
-        retryable = isinstance(exc, LLMTimeoutError | LLMConnectionError | LLMServerError | LLMRateLimitError)
-        if not retryable or attempt >= cfg.max_attempts:
-            return None
-        backoff = min(cfg.backoff_max_s, cfg.backoff_base_s * 2 ** (attempt - 1))
-        delay = backoff * (0.5 + self._rng.random() / 2)  # "equal jitter": never less than half
-        retry_after = getattr(exc, "retry_after", None)
-        if retry_after is not None:
-            if retry_after > cfg.max_retry_after_s:
-                return None
-            delay = retry_after + self._rng.random() * 0.1 * cfg.backoff_base_s
-        return delay
 
     def _record(self, purpose: str, sha: str, tin: int, tout: int, t0: float, started: float,
                 status: str, attempts: int, error: str, cost: float = 0.0) -> None:
@@ -231,27 +240,6 @@ def _short(exc: openai.APIStatusError) -> str:
         return str(body.get("error", {}).get("message", body))[:200]
     except (ValueError, AttributeError):
         return exc.response.text[:200]
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds from `retry-after-ms` or `Retry-After` (seconds or an HTTP date)."""
-    value = headers.get("retry-after-ms")
-    if value is not None:
-        try:
-            return max(0.0, float(value) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
 
 
 def _parse_completion(body_text: str, model: str) -> tuple[str, int, int, str]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+__all__ = ["LLMBadResponseError", "LLMConnectionError", "LLMError", "LLMRateLimitError", "LLMRequestError",
+           "LLMServerError", "LLMTimeoutError"]
+
 
 class LLMError(Exception):
     kind = "error"

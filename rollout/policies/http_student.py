@@ -13,21 +13,12 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from rollout.decision_client import (
-    API_KEY_ENV,
-    RETRY_STATUS,
-    Answer,
-    AsyncDecisionClient,
-    DecisionClient,
-    DecisionServiceError,
-    RetryPolicy,
-)
+from rollout.decision_client import Answer, AsyncDecisionClient, DecisionClient, DecisionServiceError, RetryPolicy
 from rollout.policy import Decision, Policy
 from rollout.state import EpisodeState
 from rollout.trajectory import FEEDBACK_STEP_FIELDS, EpisodeRecord
 
-__all__ = ["API_KEY_ENV", "RETRY_STATUS", "StudentHTTPPolicy", "StudentServiceError", "feedback_payload",
-           "student_factory"]
+__all__ = ["StudentHTTPPolicy", "StudentServiceError", "feedback_payload", "student_factory"]
 
 # The student policy's error is the client's: same status, error kind and field.
 StudentServiceError = DecisionServiceError

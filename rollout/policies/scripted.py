@@ -71,8 +71,6 @@ def symptom(state: EpisodeState, predicate_names: set[str] | None = None) -> str
         return "precondition_failed_undeclared_looking" if invented else "precondition_failed"
     if "validate.goal_not_reached" in codes:
         return "goal_not_reached"
-    if cat == "unsolvable_proved":
-        return "unsolvable"
     if cat in ("no_plan_found", "search_timeout", "memory_limit"):
         return "no_plan"
     if cat in ("solver_crash", "input_error"):

@@ -75,11 +75,6 @@ def _action_by_name(domain: Define, name: str) -> list[SExpr] | None:
     return None
 
 
-def _is_typed(domain: Define) -> bool:
-    types = section(domain, ":types")
-    return bool(types and len(types) > 1)
-
-
 def _requirements(domain: Define) -> list[SExpr]:
     req = section(domain, ":requirements")
     if req is None:

@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rollout.agent_table import NATURAL_LANGUAGE_ID, agent_name
+from rollout.agent_table import DYNAMIC_AGENT_ID, EMERGENCY_ID, NATURAL_LANGUAGE_ID, agent_name
 from rollout.agents.base import AgentOutcome
 from rollout.sim.faults import CATALOG, PDDL_FAULTS, PLAN_FAULTS, Fault, corrupt_plan, render
 from rollout.state import EpisodeState
@@ -39,8 +39,6 @@ _RENDERED_MAX = 2048
 _CURRENT_WORLD: ContextVar[SimWorld | None] = ContextVar("halo_sim_world", default=None)
 
 GENERALIST_IDS = (1,)
-DYNAMIC_ID = 21
-EMERGENCY_ID = 2
 SOLUTION_ID = 3
 
 
@@ -227,7 +225,7 @@ class SimWorld:
         candidates: list[tuple[Fault, float]] = []
         for fault in self.faults:
             fc = CATALOG[fault.kind]
-            if agent_id == DYNAMIC_ID:
+            if agent_id == DYNAMIC_AGENT_ID:
                 prob = cfg.dynamic_repair_prob
             elif fc.repaired_by and fc.repaired_by[0] == agent_id:
                 prob = cfg.repair_prob
@@ -340,11 +338,6 @@ def render_natural_language(plan_text: str) -> str:
         verb = name.replace("-", " ").replace("_", " ")
         lines.append(f"{i}. {verb.capitalize()} {', '.join(args)}.".replace(" .", "."))
     return "\n".join(lines)
-
-
-def describe_agent_area(agent_id: int) -> list[str]:
-    """The fault classes an agent targets (docs and tests)."""
-    return [k for k, fc in CATALOG.items() if agent_id in fc.repaired_by] if agent_id != 21 else ["any"]
 
 
 __all__ = ["Draft", "SimConfig", "SimWorld", "SimWorldMissing", "agent_name", "current_world",

@@ -8,11 +8,13 @@ message says what failed and that committed data is intact (commits are all-or-n
 from __future__ import annotations
 
 import logging
-import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
+
+from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception, stop_before_delay
+
+from rollout.backoff import wait_equal_jitter
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -32,11 +34,16 @@ class RetryPolicy:
     initial_backoff_s: float = 0.2
     max_backoff_s: float = 5.0
 
-    def delays(self) -> Callable[[int], float]:
-        def delay(attempt: int) -> float:
-            base = min(self.max_backoff_s, self.initial_backoff_s * (2 ** attempt))
-            return base * (0.5 + random.random() / 2)  # jitter so retrying writers spread out
-        return delay
+    def retrying(self, what: str) -> Retrying:
+        """Transient failures retried with jittered backoff until the next pause would overrun the budget."""
+        def log_retry(retry_state: RetryCallState) -> None:
+            assert retry_state.outcome is not None
+            log.warning("%s failed (%s); retry %d in %.1fs", what, type(retry_state.outcome.exception()).__name__,
+                        retry_state.attempt_number, retry_state.upcoming_sleep)
+
+        # jitter so that retrying writers spread out
+        return Retrying(retry=retry_if_exception(is_transient), stop=stop_before_delay(self.budget_s),
+                        wait=wait_equal_jitter(self.initial_backoff_s, self.max_backoff_s), before_sleep=log_retry)
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -49,23 +56,15 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def retry_call(fn: Callable[[], T], *, what: str, where: str, policy: RetryPolicy) -> T:
-    delay = policy.delays()
-    deadline = time.monotonic() + policy.budget_s
-    attempt = 0
-    while True:
-        try:
-            return fn()
-        except Exception as exc:
-            if not is_transient(exc):
-                raise
-            attempt += 1
-            pause = delay(attempt - 1)
-            if time.monotonic() + pause > deadline:
-                first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise StoreUnavailable(
-                    f"storage at {where} unavailable: {what} failed {attempt} times over "
-                    f"{policy.budget_s:.0f}s (last error: {first_line}). Nothing was half-committed: "
-                    f"every commit is all-or-nothing; re-run the same job (same --run-id) to resume."
-                ) from exc
-            log.warning("%s failed (%s); retry %d in %.1fs", what, type(exc).__name__, attempt, pause)
-            time.sleep(pause)
+    try:
+        return policy.retrying(what)(fn)
+    except RetryError as err:
+        exc = err.last_attempt.exception()
+        text = str(exc).strip()
+        first_line = text.splitlines()[0] if text else type(exc).__name__
+        raise StoreUnavailable(
+            f"storage at {where} unavailable: {what} failed {err.last_attempt.attempt_number} times over "
+            f"{policy.budget_s:.0f}s (last error: {first_line}). Nothing was half-committed: "
+            f"every commit is all-or-nothing; re-run the same job (same --run-id) to resume."
+        ) from exc
+

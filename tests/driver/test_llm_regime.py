@@ -8,7 +8,7 @@ import ray
 
 from rollout.driver import RolloutConfig, RolloutJob
 from rollout.store import TrajectoryStore
-from tests.sim_openai_server import SimOpenAIServer
+from tests.fake_openai import FakeOpenAI
 
 TASKS = "planbench:blocksworld:8"
 
@@ -48,7 +48,7 @@ def test_realtime_latency_windows_slow_start_past_the_old_cap(tmp_path):
 def test_job_budget_over_http_holds_concurrency_and_rate(tmp_path):
     """Two workers share one budget: the endpoint never sees more calls at once than
     --llm-concurrency, and the requests/min limit it enforces is not exceeded (no 429 storm)."""
-    with SimOpenAIServer(rpm=900, burst_s=2.0) as server:
+    with FakeOpenAI.simulated(rpm=900, burst_s=2.0) as server:
         config = RolloutConfig(store_url=str(tmp_path), tasks=TASKS, episodes=40, progress=False, replicas=2,
                                llm=f"sim:realtime=1,latency_ms=250,latency_sigma=0.2,base_url={server.base_url}",
                                llm_rpm=900, llm_concurrency=5, commit_max_age_s=0.5)

@@ -11,7 +11,7 @@ import pytest
 from rollout.llm import LLMConfig, OpenAIChatClient
 from rollout.llm.budget import BudgetCoordinator, BudgetError, BudgetLimits, LLMGate, install_gate, llm_gate
 from rollout.sim.spec import SimSpecError, parse_sim_spec
-from tests.sim_openai_server import SimOpenAIServer
+from tests.fake_openai import FakeOpenAI
 
 
 @pytest.fixture
@@ -73,7 +73,7 @@ def test_client_calls_respect_job_concurrency_and_rpm(gate_slot):
     limit, and the rate stays within the requests/min limit (plus the first second's burst)."""
     limits = BudgetLimits(rpm=1200, concurrency=3)
     coordinator = BudgetCoordinator(limits, burst_s=0.5)
-    with SimOpenAIServer(latency_ms=50) as server:
+    with FakeOpenAI.simulated(latency_ms=50) as server:
         install_gate(LLMGate(coordinator, limits, worker="w1"))
         client = OpenAIChatClient(LLMConfig(base_url=server.base_url, model="m", max_concurrency=64))
 
@@ -97,7 +97,7 @@ def test_429s_from_the_endpoint_slow_the_job_and_calls_still_finish(gate_slot):
     coordinator's rate, the client retries, and every call ends with an answer."""
     limits = BudgetLimits(rpm=6000)
     coordinator = BudgetCoordinator(limits, burst_s=1.0)
-    with SimOpenAIServer(rpm=600, burst_s=0.5, latency_ms=10) as server:
+    with FakeOpenAI.simulated(rpm=600, burst_s=0.5, latency_ms=10) as server:
         install_gate(LLMGate(coordinator, limits, worker="w1"))
         client = OpenAIChatClient(LLMConfig(base_url=server.base_url, model="m", max_attempts=30,
                                             backoff_base_s=0.05, max_concurrency=64))
