@@ -22,7 +22,6 @@ import httpx
 from tenacity import AsyncRetrying, Retrying, retry_if_exception_type, stop_after_attempt
 
 from rollout.backoff import retry_after_seconds, wait_equal_jitter, wait_retry_after
-
 from rollout.policy import Decision
 
 API_KEY_ENV = "HALO_SERVE_API_KEY"
