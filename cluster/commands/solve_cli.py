@@ -22,7 +22,13 @@ from typing import Any
 
 MAX_TIMEOUT_S = 86_400.0
 MAX_FILE_MB = 1024.0
-PLANNERS = ("fd", "temporal")
+
+
+def planner_names() -> list[str]:
+    """fd, temporal (POPF or Kairos, whichever is in force) and every other registered planner."""
+    from solvers.planner import planning_names
+
+    return planning_names()
 
 
 def timeout_value(text: str) -> float:
@@ -87,7 +93,8 @@ def solve_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="halo solve", description="Plan a task; print the plan (and the validator's verdict).")
     parser.add_argument("domain", metavar="DOMAIN", help="PDDL domain file")
     parser.add_argument("problem", metavar="PROBLEM", help="PDDL problem file")
-    parser.add_argument("--planner", choices=PLANNERS, default="fd", help="fd | temporal")
+    names = planner_names()
+    parser.add_argument("--planner", choices=names, default="fd", help=" | ".join(names))
     config = parser.add_mutually_exclusive_group()
     config.add_argument("--alias", type=alias_value, default=None,
                         help="Fast Downward configuration: lama-first (default), optimal (A* + LM-cut), "
