@@ -1,4 +1,5 @@
-"""Adding an agent or a planner is one new file plus one registration line.
+"""Adding an agent or a planner is one new file plus one registration line; a task source is
+one function plus one line.
 
 The throw-away agent (throwaway_agent.py) and planner (throwaway_planner.py) are registered
 here with one line each, then shown working through the real paths: the episode loop
@@ -24,7 +25,8 @@ from rollout.episode import EpisodeConfig, run_episode_sync
 from rollout.policy import Decision, Policy
 from rollout.sim import SimConfig
 from rollout.state import EpisodeState
-from rollout.tasks import load_tasks
+from rollout.tasks import Task, TaskSpecError, load_tasks
+from rollout.tasks.loaders import TASK_SOURCES, load_pddl_folder
 from solvers import pool, sandbox
 from solvers.planner import PLANNERS, BasePlanner
 from tests.extensions.throwaway_agent import AGENT_ID
@@ -146,3 +148,21 @@ def test_the_sandbox_binds_every_registered_planners_paths(tmp_path: Path) -> No
     finally:
         PLANNERS.unregister("binds-a-directory")
     assert str(tmp_path.resolve()) not in pool._ro_paths()
+
+
+def _fixture_folder(rest: str) -> list[Task]:
+    """A task source: one IPC fixture folder by name (the spec after "fixture:")."""
+    return load_pddl_folder(IPC.parent / rest, family="classical", target_planner="fd")
+
+
+def test_a_registered_task_source_is_one_function_and_one_line() -> None:
+    TASK_SOURCES.register("fixture", _fixture_folder, example="fixture:DOMAIN")
+    try:
+        tasks = load_tasks("fixture:blocksworld,planbench:blocksworld:1")
+        assert tasks[0].task_id.startswith("classical/blocksworld/") and tasks[-1].family == "planbench"
+        with pytest.raises(TaskSpecError, match="fixture:DOMAIN"):
+            load_tasks("nosuch:x")
+    finally:
+        TASK_SOURCES.unregister("fixture")
+    with pytest.raises(TaskSpecError, match="unknown task spec 'fixture:blocksworld'"):
+        load_tasks("fixture:blocksworld")
