@@ -1,5 +1,5 @@
 """Adding an agent or a planner is one new file plus one registration line; a task source is
-one function plus one line.
+one function plus one line, and so is a trained policy class.
 
 The throw-away agent (throwaway_agent.py) and planner (throwaway_planner.py) are registered
 here with one line each, then shown working through the real paths: the episode loop
@@ -20,8 +20,9 @@ from typer.testing import CliRunner
 import solvers
 from cluster.cli import app
 from cluster.commands import solve_cli
-from rollout.agent_table import AGENTS, register_agent, unregister_agent
+from rollout.agent_table import AGENT_IDS, AGENTS, register_agent, unregister_agent
 from rollout.episode import EpisodeConfig, run_episode_sync
+from rollout.policies import make_policy
 from rollout.policy import Decision, Policy
 from rollout.sim import SimConfig
 from rollout.state import EpisodeState
@@ -30,6 +31,8 @@ from rollout.tasks.loaders import TASK_SOURCES, load_pddl_folder
 from solvers import pool, sandbox
 from solvers.planner import PLANNERS, BasePlanner
 from tests.extensions.throwaway_agent import AGENT_ID
+from train.manifest import Manifest, ManifestError
+from train.policies import POLICY_CLASSES, ConstantPolicy, decides_inline, load_policy
 
 FAST = EpisodeConfig(max_steps=1, sim=SimConfig(latency_scale=0.0))
 IPC = Path(__file__).resolve().parent.parent / "fixtures" / "pddl" / "ipc" / "blocksworld"
@@ -166,3 +169,25 @@ def test_a_registered_task_source_is_one_function_and_one_line() -> None:
         TASK_SOURCES.unregister("fixture")
     with pytest.raises(TaskSpecError, match="unknown task spec 'fixture:blocksworld'"):
         load_tasks("fixture:blocksworld")
+
+
+def _constant_class(model_dir: Path, manifest: Manifest, device: str | None) -> Policy:
+    """A trained policy class whose artifact is its manifest: always the agent in `extra`."""
+    return ConstantPolicy(int(manifest.extra["agent_id"]), name=manifest.name)
+
+
+def test_a_registered_trained_policy_class_loads_and_declares_inline(tmp_path: Path) -> None:
+    Manifest(name="always-5", version="1", policy_class="constant", label_map={i: str(i) for i in AGENT_IDS},
+             encoder_version="none", extra={"agent_id": 5}).save(tmp_path)
+    POLICY_CLASSES.register("constant", _constant_class, inline=True)
+    try:
+        assert decides_inline("constant") and decides_inline("hashed_linear") and not decides_inline("llm")
+        state = EpisodeState(task_description="t", domain="(define (domain d))", problem="(define (problem p))")
+        assert load_policy(tmp_path).decide(state).agent_id == 5
+        # Every command's policy specs reach it: model:DIR goes through the same registry.
+        assert make_policy(f"rules+model:{tmp_path}").decide(state).agent_id == 5
+    finally:
+        POLICY_CLASSES.unregister("constant")
+    assert not decides_inline("constant")
+    with pytest.raises(ManifestError, match="unknown policy_class 'constant'"):
+        load_policy(tmp_path)
