@@ -4,7 +4,7 @@ Everything above `solvers/` calls only these functions (plus the result types). 
 runs in the sandbox (see solvers/sandbox.py) through a pre-started worker (solvers/pool.py);
 no exception escapes for anything the PDDL says: bad input comes back as a categorized result.
 Only a bad *argument* (an unknown planner or alias, a non-string text) raises ValueError/TypeError.
-Which program plans or validates is looked up in solvers.planner.PLANNERS.
+Which program plans or validates is looked up in solvers.planners.PLANNERS.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Literal, TypeVar
 
 from solvers import cache, pddl_check
 from solvers.limits import Limits
-from solvers.planner import PLANNERS, Planner, RunRequest, planning_names
+from solvers.planners import PLANNERS, Planner, RunRequest, planning_names
 from solvers.plans import parse_plan
 from solvers.pool import WorkerPool, get_pool
 from solvers.results import ErrorCategory, PlanResult, ValidationResult
@@ -102,6 +102,8 @@ def validator_name() -> str:
 
 def _planner_for(planner: str) -> str:
     """The registry name of the program a `planner` argument picks (ValueError if none)."""
+    if planner == "fd":  # the common case, without walking the registry
+        return planner
     if planner == "temporal":
         return temporal_planner()
     names = planning_names()

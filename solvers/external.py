@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from solvers import locate
 from solvers.limits import Limits
-from solvers.planner import BasePlanner, RunRequest
 from solvers.plans import parse_plan
 from solvers.results import ErrorCategory, PlanResult, PlanStep, ValidationResult
 from solvers.sandbox import RunResult
@@ -117,60 +115,3 @@ def val_result(run: RunResult, plan_text: str) -> ValidationResult:
         result.unreached_goal = cond.group("cond").lower() if cond else "goal"
         result.message = "the goal does not hold at the end of the plan"
     return result
-
-
-class Popf(BasePlanner):
-    """POPF, the temporal planner in force when it is on PATH."""
-
-    name = "popf"
-    label = "popf"
-    roles = frozenset({"temporal"})
-    install = "optional (Kairos plans temporal tasks without it): build it, see k8s/images/build-planners.sh"
-
-    def available(self) -> bool:
-        return locate.popf_binary() is not None
-
-    def version(self) -> str | None:
-        found = locate.popf_binary()
-        return str(found) if found is not None else None
-
-    def cache_id(self) -> str:
-        return f" {locate.popf_binary()}"
-
-    def ro_paths(self) -> list[Path]:
-        found = locate.popf_binary()
-        return [found] if found is not None else []
-
-    def plan(self, domain: str, problem: str, *, alias: str, search: str | None, limits: Limits,
-             run: RunRequest) -> PlanResult:
-        return popf_result(run({"kind": "exec", "argv": popf_argv(limits)}, ()))
-
-
-class Val(BasePlanner):
-    """VAL's `Validate`, the validator in force when it is on PATH."""
-
-    name = "val"
-    label = "val"
-    roles = frozenset({"validator"})
-    install = "optional (Kairos validates without it): build VAL from source, see k8s/images/build-planners.sh"
-
-    def available(self) -> bool:
-        return locate.val_binary() is not None
-
-    def version(self) -> str | None:
-        found = locate.val_binary()
-        return (locate.first_line([str(found)]) or str(found)) if found is not None else None
-
-    def cache_id(self) -> str:
-        return f" {locate.val_binary()}"
-
-    def ro_paths(self) -> list[Path]:
-        found = locate.val_binary()
-        return [found] if found is not None else []
-
-    def validate(self, plan_text: str, *, limits: Limits, run: RunRequest) -> ValidationResult:
-        return val_result(run({"kind": "exec", "argv": val_argv()}, ()), plan_text)
-
-
-POPF = Popf()
-VAL = Val()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import re
 import signal
 import subprocess
@@ -14,7 +13,6 @@ from pathlib import Path
 
 from solvers import locate
 from solvers.limits import Limits
-from solvers.planner import BasePlanner, RunRequest
 from solvers.plans import parse_plan_text
 from solvers.results import ErrorCategory, PlanResult
 from solvers.sandbox import RunResult
@@ -280,41 +278,3 @@ def run_stock_driver(domain: str, problem: str, *, alias: str = "lama-first", se
         result = to_result(run, "fd-stock")
         result.wall_s = wall
         return result
-
-
-class FastDownward(BasePlanner):
-    """Fast Downward from the up-fast-downward wheel, run by the worker's fast path."""
-
-    name = "fd"
-    label = "fast-downward"
-    roles = frozenset({"classical"})
-    required = True
-    install = "pip install up-fast-downward==1.0.0"
-
-    def available(self) -> bool:
-        return locate.fd_root() is not None
-
-    def version(self) -> str | None:
-        if locate.fd_root() is None:
-            return None
-        return f"{locate.fd_version()} (up-fast-downward {locate.dist_version('up-fast-downward')})"
-
-    def cache_id(self) -> str:
-        return f"{locate.dist_version('up-fast-downward') or ''} {locate.fd_search_binary()}"
-
-    def ro_paths(self) -> list[Path]:
-        root = locate.fd_root()
-        return [root] if root is not None else []
-
-    def config(self, alias: str, search: str | None) -> str:
-        return json.dumps(search_args(alias, search))  # ValueError: unknown alias
-
-    def plan(self, domain: str, problem: str, *, alias: str, search: str | None, limits: Limits,
-             run: RunRequest) -> PlanResult:
-        if is_temporal(domain):
-            return PlanResult(ErrorCategory.UNSUPPORTED_REQUIREMENT, self.name,
-                              message="durative actions need planner='temporal'")
-        return to_result(run(request(alias, search), ("sas_plan",)), self.name)  # ValueError: unknown alias
-
-
-PLANNER = FastDownward()

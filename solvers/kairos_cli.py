@@ -11,11 +11,9 @@ from __future__ import annotations
 import re
 import signal
 from dataclasses import dataclass
-from pathlib import Path
 
 from solvers import locate
 from solvers.limits import Limits
-from solvers.planner import BasePlanner, RunRequest
 from solvers.plans import parse_plan_text
 from solvers.results import ErrorCategory, PlanResult, ValidationResult
 from solvers.sandbox import RunResult
@@ -193,41 +191,3 @@ def validation_result(run: RunResult, validator: str = "kairos") -> ValidationRe
         # Unknown action or object, wrong arity, a type mismatch: the step cannot apply.
         result.unsatisfied = diag.message.split(": ", 1)[-1]
     return result
-
-
-class Kairos(BasePlanner):
-    """Kairos (kairos-planner wheel): the temporal planner when POPF is absent, and the
-    validator when VAL is absent."""
-
-    name = "kairos"
-    label = "kairos"
-    roles = frozenset({"temporal", "validator"})
-    required = True
-    install = "pip install kairos-planner==1.0.6"
-
-    def available(self) -> bool:
-        return locate.kairos_binary() is not None
-
-    def version(self) -> str | None:
-        found = locate.kairos_binary()
-        if found is None:
-            return None
-        line = locate.first_line([str(found), "--version"]) or ""
-        return line.removeprefix("kairos ").strip() or (locate.dist_version("kairos-planner") or "unknown")
-
-    def cache_id(self) -> str:
-        return f"{locate.dist_version('kairos-planner') or ''} {locate.kairos_binary()}"
-
-    def ro_paths(self) -> list[Path]:
-        found = locate.kairos_binary()
-        return [found] if found is not None else []
-
-    def plan(self, domain: str, problem: str, *, alias: str, search: str | None, limits: Limits,
-             run: RunRequest) -> PlanResult:
-        return solve_result(run({"kind": "exec", "argv": solve_argv(limits)}, (PLAN,)), self.name)
-
-    def validate(self, plan_text: str, *, limits: Limits, run: RunRequest) -> ValidationResult:
-        return validation_result(run({"kind": "exec", "argv": validate_argv()}, ()), self.name)
-
-
-PLANNER = Kairos()

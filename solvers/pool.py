@@ -26,7 +26,7 @@ from pathlib import Path
 
 from solvers import locate
 from solvers.limits import Limits
-from solvers.planner import planners
+from solvers.planners import planners
 from solvers.sandbox import (
     LEVELS,
     SANDBOX_WORK_ROOT,

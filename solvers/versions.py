@@ -1,6 +1,6 @@
 """Versions of the planners, validators and runtime, for `halo doctor` and trajectory records.
 
-Every registered planner and validator (solvers.planner.PLANNERS) that is installed appears
+Every registered planner and validator (solvers.planners.PLANNERS) that is installed appears
 under its label, so one registered after start-up is listed too."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import functools
 import platform
 
 from solvers import locate
-from solvers.planner import PLANNERS
+from solvers.planners import PLANNERS
 from solvers.sandbox import sandbox_level
 
 

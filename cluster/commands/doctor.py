@@ -7,7 +7,7 @@ import json
 import typer
 
 # What is not a planner: the sandbox and the cluster runtime. Planners and validators say
-# themselves how they are installed and whether they are required (solvers.planner).
+# themselves how they are installed and whether they are required (solvers.planners).
 RUNTIME_INSTALL = {
     "bwrap": "apt-get install -y bubblewrap",
     "ray": "pip install 'ray[serve,train,data]==2.60.0'",
@@ -16,7 +16,7 @@ RUNTIME_INSTALL = {
 
 def install_hints() -> tuple[dict[str, str], tuple[str, ...]]:
     """Label -> install command of everything doctor looks for, and the labels it requires."""
-    from solvers.planner import planners
+    from solvers.planners import planners
 
     found = planners()
     hints = {p.label: p.install for p in found if p.install}

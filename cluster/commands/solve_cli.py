@@ -26,7 +26,7 @@ MAX_FILE_MB = 1024.0
 
 def planner_names() -> list[str]:
     """fd, temporal (POPF or Kairos, whichever is in force) and every other registered planner."""
-    from solvers.planner import planning_names
+    from solvers.planners import planning_names
 
     return planning_names()
 

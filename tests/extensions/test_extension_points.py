@@ -29,7 +29,7 @@ from rollout.state import EpisodeState
 from rollout.tasks import Task, TaskSpecError, load_tasks
 from rollout.tasks.loaders import TASK_SOURCES, load_pddl_folder
 from solvers import pool, sandbox
-from solvers.planner import PLANNERS, BasePlanner
+from solvers.planners import PLANNERS, BasePlanner
 from tests.extensions.throwaway_agent import AGENT_ID
 from train.manifest import Manifest, ManifestError
 from train.policies import POLICY_CLASSES, ConstantPolicy, decides_inline, load_policy

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from solvers import fd, locate
 from solvers.limits import Limits
-from solvers.planner import BasePlanner, RunRequest
+from solvers.planners import BasePlanner, RunRequest
 from solvers.results import PlanResult
 
 SEARCH = "astar(blind())"

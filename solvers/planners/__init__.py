@@ -5,7 +5,9 @@ files the sandbox must bind read-only, and how to turn a task into a sandboxed r
 run into a typed result. `solvers.plan`/`solvers.validate`, `solvers.versions()` (hence
 `halo doctor` and trajectory records), the sandbox's read-only binds and `halo solve
 --planner` all iterate PLANNERS; adding a planner is one module with such an object plus one
-`PLANNERS.register(name, "module:attr")` line (here, or in the code that adds it).
+`PLANNERS.register(name, "module:attr")` line (here, or in the code that adds it). The
+built-in ones are the modules of this package; they import their planner's code when they
+plan, so asking every planner for its paths before a worker starts stays cheap.
 
 Roles: "classical" (plans STRIPS/ADL tasks), "temporal" (plans durative actions), "validator"
 (checks a plan). `halo solve --planner NAME` accepts every entry with a planning role.
@@ -78,10 +80,10 @@ class BasePlanner:
 
 
 PLANNERS: Registry[Planner] = Registry("planner")
-PLANNERS.register("fd", "solvers.fd:PLANNER")
-PLANNERS.register("kairos", "solvers.kairos_cli:PLANNER")
-PLANNERS.register("popf", "solvers.external:POPF")
-PLANNERS.register("val", "solvers.external:VAL")
+PLANNERS.register("fd", "solvers.planners.fd:PLANNER")
+PLANNERS.register("kairos", "solvers.planners.kairos:PLANNER")
+PLANNERS.register("popf", "solvers.planners.popf:PLANNER")
+PLANNERS.register("val", "solvers.planners.val:PLANNER")
 
 
 def planners() -> list[Planner]:
