@@ -109,6 +109,9 @@ def _planner_for(planner: str) -> str:
     names = planning_names()
     if planner not in names:
         raise ValueError(f"planner must be one of {', '.join(map(repr, names))}, got {planner!r}")
+    tool = PLANNERS.get(planner)
+    if not tool.available():
+        raise ValueError(f"planner {planner!r} is not installed here ({tool.install or 'no install hint'})")
     return planner
 
 

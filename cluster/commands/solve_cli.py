@@ -162,6 +162,10 @@ def run_solve(args: argparse.Namespace) -> int:
         print("halo solve: error: --alias and --search choose a Fast Downward configuration; they need "
               "--planner fd", file=sys.stderr)
         return 2
+    unavailable = _not_installed(args.planner)
+    if unavailable:
+        print(f"halo solve: error: {unavailable}", file=sys.stderr)
+        return 2
     texts, error = _read([(args.domain, "pddl"), (args.problem, "pddl")], args.max_file_mb)
     if error:
         return _input_error(args.as_json, "plan", error, {"validation": None})
@@ -185,6 +189,16 @@ def run_solve(args: argparse.Namespace) -> int:
         lines += _verdict_lines(verdict)
     _emit(args.as_json, {"plan": result.to_dict(), "validation": verdict and verdict.to_dict()}, lines)
     return 0 if result.ok and (verdict is None or verdict.valid) else 1
+
+
+def _not_installed(planner: str) -> str | None:
+    """Why a planner named on the command line cannot run here (fd and temporal always try)."""
+    if planner in ("fd", "temporal"):
+        return None
+    from solvers.planners import PLANNERS
+
+    tool = PLANNERS.get(planner)
+    return None if tool.available() else f"planner {planner!r} is not installed here ({tool.install})"
 
 
 def run_validate(args: argparse.Namespace) -> int:

@@ -191,3 +191,31 @@ def test_a_registered_trained_policy_class_loads_and_declares_inline(tmp_path: P
     assert not decides_inline("constant")
     with pytest.raises(ManifestError, match="unknown policy_class 'constant'"):
         load_policy(tmp_path)
+
+
+class _NotInstalled(_BindsADirectory):
+    name = label = "not-installed"
+    roles = frozenset({"classical"})
+    install = "pip install not-installed"
+
+    def available(self) -> bool:
+        return False
+
+    def version(self) -> str | None:
+        return None
+
+
+def test_a_registered_planner_that_is_not_installed_is_a_clear_error(tmp_path: Path, capsys) -> None:
+    PLANNERS.register("not-installed", _NotInstalled(tmp_path))
+    try:
+        code = solve_cli.main("solve", [str(IPC / "domain.pddl"), str(IPC / "probBLOCKS-4-1.pddl"),
+                                        "--planner", "not-installed"])
+        assert code == 2
+        assert "'not-installed' is not installed here (pip install not-installed)" in capsys.readouterr().err
+        with pytest.raises(ValueError, match="not installed here"):
+            solvers.plan("(define (domain d))", "(define (problem p))", planner="not-installed")
+        assert "not-installed" not in solvers.versions()
+        report = json.loads(CliRunner().invoke(app, ["doctor", "--json"]).output)
+        assert report["missing"]["not-installed"] == "pip install not-installed"
+    finally:
+        PLANNERS.unregister("not-installed")
