@@ -1,9 +1,18 @@
-"""The 21 agents' stable IDs. These IDs are the trained model's output vocabulary: never renumber."""
+"""The 21 agents' stable IDs and the one registry of agent implementations.
+
+IDs 0-20 are the trained model's output vocabulary: never renumber. AGENTS maps an ID to the
+class that implements it, by "module:Class" string, loaded on first use. Table agents are
+registered from AGENT_TABLE below (the LLM agent classes are generated from it in
+rollout.agents.llm_agents); an agent outside the vocabulary (like the dynamic agent) is one
+module with its class plus one `register_agent(ID, "module:Class")` line.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from solvers.registry import Registry
 
 AgentKind = Literal["llm", "deterministic", "none"]
 
@@ -52,10 +61,58 @@ NATURAL_LANGUAGE_ID = 12
 # The optional dynamic agent: an extra action outside the model's 0-20 vocabulary.
 DYNAMIC_AGENT_ID = 21
 
-assert tuple(range(21)) == AGENT_IDS, "agent IDs must be exactly 0..20"
+assert tuple(range(NUM_AGENTS)) == AGENT_IDS and DYNAMIC_AGENT_ID == NUM_AGENTS, \
+    "agent IDs must be exactly 0..20, the dynamic agent 21"
+
+# Where each kind of table agent is implemented (the class has the table's name).
+_MODULE_OF_KIND: dict[AgentKind, str] = {
+    "llm": "rollout.agents.llm_agents",  # generated from AGENT_TABLE
+    "deterministic": "rollout.agents.deterministic",
+    "none": "rollout.agents.llm_agents",  # the NoOp agent
+}
+
+# Agent ID (as text) -> its class (a subclass of rollout.agents.base.Agent).
+AGENTS: Registry[type] = Registry("agent")
+for _info in AGENT_TABLE:
+    AGENTS.register(str(_info.agent_id), f"{_MODULE_OF_KIND[_info.kind]}:{_info.name}", kind=_info.kind)
+AGENTS.register(str(DYNAMIC_AGENT_ID), "rollout.agents.llm_agents:DynamicAgent", kind="llm")
+
+
+def register_agent(agent_id: int, target: type | str, *, kind: AgentKind = "deterministic") -> None:
+    """Add an agent outside the model's vocabulary: an ID above DYNAMIC_AGENT_ID, and its class
+    or "module:Class". Policies that choose it (search, scripted rules) dispatch to it by ID."""
+    if isinstance(agent_id, bool) or not isinstance(agent_id, int) or agent_id <= DYNAMIC_AGENT_ID:
+        raise ValueError(f"an added agent needs an integer ID above {DYNAMIC_AGENT_ID} "
+                         f"(0-{DYNAMIC_AGENT_ID} are fixed), got {agent_id!r}")
+    AGENTS.register(str(agent_id), target, kind=kind)
+
+
+def unregister_agent(agent_id: int) -> None:
+    if agent_id <= DYNAMIC_AGENT_ID:
+        raise ValueError(f"agents 0-{DYNAMIC_AGENT_ID} are fixed")
+    AGENTS.unregister(str(agent_id))
+
+
+def agent_class(agent_id: int) -> type:
+    """The class registered for `agent_id`; KeyError when there is none."""
+    key = str(agent_id)
+    if isinstance(agent_id, bool) or not isinstance(agent_id, int) or key not in AGENTS:
+        raise KeyError(f"no agent registered with ID {agent_id}")
+    return AGENTS.get(key)
+
+
+def agent_info(agent_id: int) -> AgentInfo:
+    """The table row of `agent_id`, or one made from an added agent's class (KeyError if none)."""
+    info = AGENT_BY_ID.get(agent_id)
+    if info is not None:
+        return info
+    cls = agent_class(agent_id)
+    summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+    return AgentInfo(agent_id, cls.__name__, AGENTS.meta(str(agent_id)).get("kind", "deterministic"), summary)
 
 
 def agent_name(agent_id: int) -> str:
     if agent_id == DYNAMIC_AGENT_ID:
         return "DynamicAgent"
-    return AGENT_BY_ID[agent_id].name
+    info = AGENT_BY_ID.get(agent_id)
+    return info.name if info is not None else agent_info(agent_id).name

@@ -19,9 +19,7 @@ from rollout.policy import MODEL, Decision, Policy
 from rollout.state import EpisodeState
 from serve.model_source import resolve_model
 from train.manifest import Manifest, ManifestError
-
-# Policy classes cheap enough to run on the replica's event loop; anything else runs in a thread.
-INLINE_POLICY_CLASSES = frozenset({"hashed_linear"})
+from train.policies import decides_inline
 
 
 class ModelLoadError(RuntimeError):
@@ -47,7 +45,7 @@ class LoadedModel:
 
     @property
     def inline(self) -> bool:
-        return self.runtime == "cpu" and self.manifest.policy_class in INLINE_POLICY_CLASSES
+        return self.runtime == "cpu" and decides_inline(self.manifest.policy_class)
 
     def decide_batch(self, states: list[EpisodeState]) -> list[Decision]:
         batch_fn = getattr(self.policy, "decide_batch", None)

@@ -4,23 +4,26 @@ Everything above `solvers/` calls only these functions (plus the result types). 
 runs in the sandbox (see solvers/sandbox.py) through a pre-started worker (solvers/pool.py);
 no exception escapes for anything the PDDL says: bad input comes back as a categorized result.
 Only a bad *argument* (an unknown planner or alias, a non-string text) raises ValueError/TypeError.
+Which program plans or validates is looked up in solvers.planners.PLANNERS.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import os
 import time
 from typing import Literal, TypeVar
 
-from solvers import cache, fd, kairos_cli, locate, pddl_check
+from solvers import cache, pddl_check
 from solvers.limits import Limits
+from solvers.planners import PLANNERS, Planner, RunRequest, planning_names
 from solvers.plans import parse_plan
-from solvers.pool import get_pool
+from solvers.pool import WorkerPool, get_pool
 from solvers.results import ErrorCategory, PlanResult, ValidationResult
+from solvers.sandbox import RunResult
 
-PlannerName = Literal["fd", "temporal"]
+# "fd", "temporal" (the temporal planner in force) or any other registered planner's name.
+PlannerName = Literal["fd", "temporal"] | str
 R = TypeVar("R", PlanResult, ValidationResult)
 
 __all__ = ["Limits", "PlannerName", "parse_plan", "plan", "temporal_planner", "validate", "validator_name"]
@@ -87,36 +90,52 @@ def temporal_planner() -> str:
     """"popf" when a POPF binary is on PATH, else "kairos" (HALO_TEMPORAL_PLANNER=kairos forces it)."""
     if os.environ.get("HALO_TEMPORAL_PLANNER", "").lower() == "kairos":
         return "kairos"
-    return "popf" if locate.popf_binary() else "kairos"
+    return "popf" if PLANNERS.get("popf").available() else "kairos"
 
 
 def validator_name() -> str:
     """"val" when VAL's Validate is on PATH, else "kairos" (HALO_VALIDATOR=kairos forces it)."""
     if os.environ.get("HALO_VALIDATOR", "").lower() == "kairos":
         return "kairos"
-    return "val" if locate.val_binary() else "kairos"
+    return "val" if PLANNERS.get("val").available() else "kairos"
+
+
+def _planner_for(planner: str) -> str:
+    """The registry name of the program a `planner` argument picks (ValueError if none)."""
+    if planner == "fd":  # the common case, without walking the registry
+        return planner
+    if planner == "temporal":
+        return temporal_planner()
+    names = planning_names()
+    if planner not in names:
+        raise ValueError(f"planner must be one of {', '.join(map(repr, names))}, got {planner!r}")
+    tool = PLANNERS.get(planner)
+    if not tool.available():
+        raise ValueError(f"planner {planner!r} is not installed here ({tool.install or 'no install hint'})")
+    return planner
 
 
 def plan(domain: str, problem: str, *, planner: PlannerName = "fd", search: str | None = None,
          alias: str = "lama-first", limits: Limits = Limits(), sandbox: str | None = None) -> PlanResult:
     """Plan with Fast Downward ("fd": `alias` such as "lama-first" or "seq-opt-lmcut", or a raw
-    `search` string such as "astar(lmcut())") or the temporal planner ("temporal": POPF if
-    installed, else Kairos). `sandbox` picks a level other than the one in force (benchmarks)."""
+    `search` string such as "astar(lmcut())"), the temporal planner ("temporal": POPF if
+    installed, else Kairos) or any other registered planner by name. `sandbox` picks a level
+    other than the one in force (benchmarks)."""
     _check_text(domain=domain, problem=problem)
-    if planner not in ("fd", "temporal"):
-        raise ValueError(f"planner must be 'fd' or 'temporal', got {planner!r}")
+    if not isinstance(planner, str):
+        raise ValueError(f"planner must be a planner's name, got {planner!r}")
+    name = _planner_for(planner)
     t0 = time.monotonic()
     store = cache.current()
     if store is None:
-        return _plan(domain, problem, planner, search, alias, limits, sandbox, t0)
-    name = "fd" if planner == "fd" else temporal_planner()
-    config = json.dumps(fd.search_args(alias, search)) if planner == "fd" else ""  # ValueError: unknown alias
+        return _plan(domain, problem, name, search, alias, limits, sandbox, t0)
+    config = PLANNERS.get(name).config(alias, search)  # ValueError: unknown alias
     key = store.key("plan", name, _planner_version(name), config, domain, problem)
     hit = store.get(key)
     if hit is not None:
         hit.wall_s = time.monotonic() - t0
         return hit  # type: ignore[return-value]
-    result = _plan(domain, problem, planner, search, alias, limits, sandbox, t0)
+    result = _plan(domain, problem, name, search, alias, limits, sandbox, t0)
     store.put(key, result)
     return result
 
@@ -124,23 +143,34 @@ def plan(domain: str, problem: str, *, planner: PlannerName = "fd", search: str 
 @functools.lru_cache(maxsize=8)
 def _planner_version(name: str) -> str:
     """What a cached answer depends on besides the texts and the configuration."""
-    from importlib import metadata
-
-    dist = {"fd": "up-fast-downward", "kairos": "kairos-planner"}.get(name)
-    try:
-        version = metadata.version(dist) if dist else ""
-    except metadata.PackageNotFoundError:
-        version = ""
-    binary = {"fd": locate.fd_search_binary, "kairos": locate.kairos_binary, "popf": locate.popf_binary,
-              "val": locate.val_binary}[name]()
-    return f"{name} {version} {binary} {pddl_check.VERSION}"
+    return f"{name} {PLANNERS.get(name).cache_id()} {pddl_check.VERSION}"
 
 
-def _plan(domain: str, problem: str, planner: str, search: str | None, alias: str, limits: Limits,
+def _runner(pool: WorkerPool, files: dict[str, str | bytes], limits: Limits, deadline: float
+            ) -> tuple[RunRequest, list[RunResult]]:
+    """A planner's way into the sandbox for this call, and the runs it made (for their level)."""
+    runs: list[RunResult] = []
+
+    def run(request: dict, collect: tuple[str, ...] = ()) -> RunResult:
+        runs.append(pool.request(request, files=files, limits=limits, collect=collect, deadline=deadline))
+        return runs[-1]
+
+    return run, runs
+
+
+def _finish(result: R, runs: list[RunResult], t0: float) -> R:
+    if not runs:  # the planner answered without running anything (a task it cannot take)
+        result.wall_s = time.monotonic() - t0
+        return result
+    result.sandbox = runs[-1].level
+    result.wall_s = time.monotonic() - t0  # the whole call: check, staging, translation and search
+    return _capped(result)
+
+
+def _plan(domain: str, problem: str, name: str, search: str | None, alias: str, limits: Limits,
           sandbox: str | None, t0: float) -> PlanResult:
     pool = get_pool(sandbox)
-    files = {"domain.pddl": domain, "problem.pddl": problem}
-    name = "fd" if planner == "fd" else temporal_planner()
+    files: dict[str, str | bytes] = {"domain.pddl": domain, "problem.pddl": problem}
     blank = _blank_input(domain, problem, name)
     if blank is not None:
         return blank
@@ -153,26 +183,10 @@ def _plan(domain: str, problem: str, planner: str, search: str | None, alias: st
     if error is not None:
         return PlanResult(error.category, name, message=str(error), diagnostics=[error.code],
                           output_tail=error.diagnostic, wall_s=time.monotonic() - t0)
-    if planner == "fd":
-        if fd.is_temporal(domain):
-            return PlanResult(ErrorCategory.UNSUPPORTED_REQUIREMENT, "fd",
-                              message="durative actions need planner='temporal'", wall_s=time.monotonic() - t0)
-        request = fd.request(alias, search)  # ValueError for an unknown alias
-        run = pool.request(request, files=files, limits=limits, collect=("sas_plan",), deadline=deadline)
-        result = fd.to_result(run, "fd")
-    elif temporal_planner() == "popf":
-        from solvers import external
-
-        run = pool.request({"kind": "exec", "argv": external.popf_argv(limits)}, files=files, limits=limits,
-                           deadline=deadline)
-        result = external.popf_result(run)
-    else:
-        run = pool.request({"kind": "exec", "argv": kairos_cli.solve_argv(limits)}, files=files, limits=limits,
-                           collect=(kairos_cli.PLAN,), deadline=deadline)
-        result = kairos_cli.solve_result(run, "kairos")
-    result.sandbox = run.level
-    result.wall_s = time.monotonic() - t0  # the whole call: check, staging, translation and search
-    return _capped(result)
+    tool: Planner = PLANNERS.get(name)
+    run, runs = _runner(pool, files, limits, deadline)
+    result = tool.plan(domain, problem, alias=alias, search=search, limits=limits, run=run)
+    return _finish(result, runs, t0)
 
 
 def validate(domain: str, problem: str, plan_text: str, *, limits: Limits = Limits(),
@@ -199,7 +213,7 @@ def validate(domain: str, problem: str, plan_text: str, *, limits: Limits = Limi
 def _validate(domain: str, problem: str, plan_text: str, limits: Limits, sandbox: str | None,
               t0: float) -> ValidationResult:
     deadline = t0 + limits.timeout_s
-    files = {"domain.pddl": domain, "problem.pddl": problem, "plan.txt": plan_text}
+    files: dict[str, str | bytes] = {"domain.pddl": domain, "problem.pddl": problem, "plan.txt": plan_text}
     pool = get_pool(sandbox)
     # A plan is never valid on PDDL that is not well-formed, whichever validator would run.
     try:
@@ -215,16 +229,6 @@ def _validate(domain: str, problem: str, plan_text: str, limits: Limits, sandbox
         return ValidationResult(ErrorCategory.PARSE_ERROR_PLAN, validator_name(), location=f"plan.txt:{long_line}:1",
                                 message=f"plan line {long_line} is over {MAX_PLAN_LINE:,} characters: not a plan step",
                                 wall_s=time.monotonic() - t0)
-    if validator_name() == "val":
-        from solvers import external
-
-        run = pool.request({"kind": "exec", "argv": external.val_argv()}, files=files, limits=limits,
-                           deadline=deadline)
-        result = external.val_result(run, plan_text)
-    else:
-        run = pool.request({"kind": "exec", "argv": kairos_cli.validate_argv()}, files=files, limits=limits,
-                           deadline=deadline)
-        result = kairos_cli.validation_result(run, "kairos")
-    result.sandbox = run.level
-    result.wall_s = time.monotonic() - t0
-    return _capped(result)
+    run, runs = _runner(pool, files, limits, deadline)
+    result = PLANNERS.get(validator_name()).validate(plan_text, limits=limits, run=run)
+    return _finish(result, runs, t0)

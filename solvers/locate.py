@@ -1,11 +1,13 @@
-"""Where the planner and validator programs are on this machine."""
+"""Where the planner and validator programs are on this machine, and what versions they report."""
 
 from __future__ import annotations
 
 import functools
 import os
 import shutil
+import subprocess
 import sys
+from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -84,3 +86,21 @@ def popf_binary() -> Path | None:
 
 def val_binary() -> Path | None:
     return _which("Validate", "validate")
+
+
+def dist_version(name: str) -> str | None:
+    """The installed version of a Python distribution, None when it is not installed."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def first_line(argv: list[str]) -> str | None:
+    """The first line a program prints (its version banner), None when it cannot run."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = (proc.stdout or proc.stderr).decode("utf-8", "replace").strip()
+    return text.splitlines()[0][:120] if text else None

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from solvers import locate
 from solvers.limits import Limits
+from solvers.planners import planners
 from solvers.sandbox import (
     LEVELS,
     SANDBOX_WORK_ROOT,
@@ -55,10 +56,11 @@ class WorkerGone(WorkerError):
 def _ro_paths() -> list[str]:
     _, runtime_dirs = python_runtime()
     paths = list(runtime_dirs) + [str(WORKER_SCRIPT.resolve())]
-    for found in (locate.fd_root(), locate.kairos_binary(), locate.popf_binary(), locate.val_binary()):
-        if found is not None and not str(found).startswith("/usr/"):
-            paths.append(str(Path(found).resolve()))
-    return paths
+    for planner in planners():
+        for found in planner.ro_paths():
+            if not str(found).startswith("/usr/"):
+                paths.append(str(Path(found).resolve()))
+    return list(dict.fromkeys(paths))
 
 
 class Worker:

@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rollout.agent_table import agent_name
+from rollout.agent_table import AGENT_IDS, agent_name
 from rollout.trajectory import EpisodeRecord
 from train.encoder import ENCODER_VERSION, encode_state, encode_text
 from train.examples import Example, FilterCounts, select_examples, split_by_task
@@ -161,7 +161,7 @@ def write_dataset(examples: list[Example], stages: dict[str, int], out: str | Pa
                            f"({', '.join(f'{k}: {v}' for k, v in stages.items())})")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer, label_map, tok_name = None, {i: str(i) for i in range(21)}, ""
+    tokenizer, label_map, tok_name = None, {i: str(i) for i in AGENT_IDS}, ""
     if config.tokenizer_dir:
         from train.base_models import load_tokenizer, resolve_base_model
         from train.labels import choose_label_set

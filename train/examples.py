@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from rollout.agent_table import NUM_AGENTS
 from rollout.state import EpisodeState
 from rollout.trajectory import EpisodeRecord
 
@@ -103,7 +104,7 @@ def select_examples(episodes: Iterable[EpisodeRecord], check: str = "validator",
             if st.is_hardcoded:
                 counts.steps_hardcoded += 1
                 continue
-            if not 0 <= st.agent_id <= 20:
+            if not 0 <= st.agent_id < NUM_AGENTS:
                 continue  # the dynamic agent is outside the model's vocabulary
             key = example_id_for(st.state_json, st.agent_id)
             if key in seen:

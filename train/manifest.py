@@ -12,6 +12,8 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from rollout.agent_table import AGENT_IDS, NUM_AGENTS
+
 MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = 1
 
@@ -103,7 +105,7 @@ class Manifest:
     def verify(self) -> None:
         if self.format != MANIFEST_FORMAT:
             raise ManifestError(f"manifest format {self.format} unsupported (want {MANIFEST_FORMAT})")
-        if sorted(self.label_map) != list(range(21)):
+        if sorted(self.label_map) != list(AGENT_IDS):
             raise ManifestError("label_map must cover agent IDs 0..20 exactly")
-        if len(set(self.label_map.values())) != 21:
+        if len(set(self.label_map.values())) != NUM_AGENTS:
             raise ManifestError("label_map labels must be distinct")

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from rollout.agent_table import AGENT_IDS
 from train.base_models import load_tokenizer, resolve_base_model
 from train.dataset import DatasetCard, DatasetError, read_split, tokenizer_fingerprint
 from train.encoder import ENCODER_VERSION, encode_state
@@ -151,7 +152,7 @@ def _prepare_rows(cfg: TrainConfig, tokenizer: Any, label_set: Any, card: Datase
 
 def check_labels(card: DatasetCard, label_map: dict[int, str], what: str) -> None:
     if card.tokenizer and dict(card.label_map) != dict(label_map):
-        diff = [i for i in range(21) if card.label_map.get(i) != label_map.get(i)][:3]
+        diff = [i for i in AGENT_IDS if card.label_map.get(i) != label_map.get(i)][:3]
         raise LabelMismatchError(
             f"the dataset's label set does not match {what}: agent(s) {diff} are labelled "
             f"{[card.label_map.get(i) for i in diff]} in the dataset but {[label_map.get(i) for i in diff]} there "

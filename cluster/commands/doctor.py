@@ -6,15 +6,21 @@ import json
 
 import typer
 
-INSTALL = {
-    "fast-downward": "pip install up-fast-downward==1.0.0",
-    "kairos": "pip install kairos-planner==1.0.6",
+# What is not a planner: the sandbox and the cluster runtime. Planners and validators say
+# themselves how they are installed and whether they are required (solvers.planners).
+RUNTIME_INSTALL = {
     "bwrap": "apt-get install -y bubblewrap",
     "ray": "pip install 'ray[serve,train,data]==2.60.0'",
-    "popf": "optional (Kairos plans temporal tasks without it): build it, see k8s/images/build-planners.sh",
-    "val": "optional (Kairos validates without it): build VAL from source, see k8s/images/build-planners.sh",
 }
-REQUIRED = ("fast-downward", "kairos")
+
+
+def install_hints() -> tuple[dict[str, str], tuple[str, ...]]:
+    """Label -> install command of everything doctor looks for, and the labels it requires."""
+    from solvers.planners import planners
+
+    found = planners()
+    hints = {p.label: p.install for p in found if p.install}
+    return {**hints, **RUNTIME_INSTALL}, tuple(p.label for p in found if p.required)
 
 
 def _smoke_test() -> tuple[bool, str]:
@@ -41,11 +47,12 @@ def register(app: typer.Typer) -> None:
         import solvers
 
         found = solvers.versions()
-        missing = {name: cmd for name, cmd in INSTALL.items() if name not in found}
+        install, required = install_hints()
+        missing = {name: cmd for name, cmd in install.items() if name not in found}
         level = found.get("sandbox", "rlimits")
         if level != "bwrap" and "bwrap" in found:
             missing["bwrap"] = "bwrap is installed but does not work here (user namespaces off?); calls use rlimits"
-        works, smoke = _smoke_test() if all(name in found for name in REQUIRED) else (False, "skipped")
+        works, smoke = _smoke_test() if all(name in found for name in required) else (False, "skipped")
         uses = {"temporal planner": solvers.temporal_planner(), "validator": solvers.validator_name()}
         if as_json:
             typer.echo(json.dumps({"found": found, "uses": uses, "missing": missing, "smoke_test": smoke,

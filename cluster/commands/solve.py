@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
     def solve(
         domain: str = typer.Argument(..., help="PDDL domain file"),
         problem: str = typer.Argument(..., help="PDDL problem file"),
-        planner: str = typer.Option("fd", help="fd | temporal"),
+        planner: str = typer.Option("fd", help="fd | temporal | another registered planner"),
         alias: str = typer.Option(None, help="Fast Downward alias: lama-first (default), optimal (A* + LM-cut), ..."),
         search: str = typer.Option(None, help="a raw Fast Downward search string"),
         validate: bool = typer.Option(False, "--validate", help="check the plan with the validator"),

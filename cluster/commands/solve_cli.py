@@ -22,7 +22,13 @@ from typing import Any
 
 MAX_TIMEOUT_S = 86_400.0
 MAX_FILE_MB = 1024.0
-PLANNERS = ("fd", "temporal")
+
+
+def planner_names() -> list[str]:
+    """fd, temporal (POPF or Kairos, whichever is in force) and every other registered planner."""
+    from solvers.planners import planning_names
+
+    return planning_names()
 
 
 def timeout_value(text: str) -> float:
@@ -87,7 +93,8 @@ def solve_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="halo solve", description="Plan a task; print the plan (and the validator's verdict).")
     parser.add_argument("domain", metavar="DOMAIN", help="PDDL domain file")
     parser.add_argument("problem", metavar="PROBLEM", help="PDDL problem file")
-    parser.add_argument("--planner", choices=PLANNERS, default="fd", help="fd | temporal")
+    names = planner_names()
+    parser.add_argument("--planner", choices=names, default="fd", help=" | ".join(names))
     config = parser.add_mutually_exclusive_group()
     config.add_argument("--alias", type=alias_value, default=None,
                         help="Fast Downward configuration: lama-first (default), optimal (A* + LM-cut), "
@@ -155,6 +162,10 @@ def run_solve(args: argparse.Namespace) -> int:
         print("halo solve: error: --alias and --search choose a Fast Downward configuration; they need "
               "--planner fd", file=sys.stderr)
         return 2
+    unavailable = _not_installed(args.planner)
+    if unavailable:
+        print(f"halo solve: error: {unavailable}", file=sys.stderr)
+        return 2
     texts, error = _read([(args.domain, "pddl"), (args.problem, "pddl")], args.max_file_mb)
     if error:
         return _input_error(args.as_json, "plan", error, {"validation": None})
@@ -178,6 +189,16 @@ def run_solve(args: argparse.Namespace) -> int:
         lines += _verdict_lines(verdict)
     _emit(args.as_json, {"plan": result.to_dict(), "validation": verdict and verdict.to_dict()}, lines)
     return 0 if result.ok and (verdict is None or verdict.valid) else 1
+
+
+def _not_installed(planner: str) -> str | None:
+    """Why a planner named on the command line cannot run here (fd and temporal always try)."""
+    if planner in ("fd", "temporal"):
+        return None
+    from solvers.planners import PLANNERS
+
+    tool = PLANNERS.get(planner)
+    return None if tool.available() else f"planner {planner!r} is not installed here ({tool.install})"
 
 
 def run_validate(args: argparse.Namespace) -> int:

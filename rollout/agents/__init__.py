@@ -1,11 +1,3 @@
-"""All agents. Importing this package registers every agent module listed in AGENT_MODULES."""
-
-import importlib
-
-AGENT_MODULES: tuple[str, ...] = (
-    "rollout.agents.llm_agents",  # LLM agents 0-10, 12, 18-20, NoOp 11, dynamic 21
-    "rollout.agents.deterministic",  # agents 13-17
-)
-
-for _module in AGENT_MODULES:
-    importlib.import_module(_module)
+"""The agents: the interface (base), LLM agents generated from the table (llm_agents), the
+deterministic plan repairers (deterministic) and their helpers. Which class implements an ID is
+registered in rollout.agent_table.AGENTS; importing this package imports no agent module."""

@@ -1,8 +1,9 @@
 """The agent interface and registry.
 
 An agent turns the current EpisodeState into an AgentOutcome (new domain/problem/plan text plus
-accounting). Agents register themselves by stable ID with `@register`; nothing else needs an
-edit to add one. The episode loop (not the agent) runs the planner and validator afterwards.
+accounting). Agents are registered by stable ID in rollout.agent_table.AGENTS (one line per
+added agent); `make_agent` builds one from there. The episode loop (not the agent) runs the
+planner and validator afterwards.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rollout.agent_table import AGENT_BY_ID, DYNAMIC_AGENT_ID, AgentInfo
+from rollout.agent_table import AGENTS, AgentInfo, agent_class, agent_info, agent_name
 from rollout.state import EpisodeState
 from rollout.tasks.base import Task
 
@@ -69,11 +70,11 @@ class Agent(ABC):
 
     @property
     def info(self) -> AgentInfo:
-        return AGENT_BY_ID[self.agent_id]
+        return agent_info(self.agent_id)
 
     @property
     def name(self) -> str:
-        return "DynamicAgent" if self.agent_id == DYNAMIC_AGENT_ID else self.info.name
+        return agent_name(self.agent_id)
 
     @abstractmethod
     async def apply(
@@ -82,24 +83,11 @@ class Agent(ABC):
         """Return the new artefacts. Must not raise for bad model output: return ok=False."""
 
 
-_REGISTRY: dict[int, type[Agent]] = {}
-
-
-def register(cls: type[Agent]) -> type[Agent]:
-    if cls.agent_id in _REGISTRY and _REGISTRY[cls.agent_id] is not cls:
-        raise ValueError(f"agent ID {cls.agent_id} registered twice")
-    _REGISTRY[cls.agent_id] = cls
-    return cls
-
-
 def registered_agents() -> dict[int, type[Agent]]:
-    import rollout.agents  # noqa: F401  (imports every agent module so they register)
-
-    return dict(_REGISTRY)
+    """Every registered agent's class by ID (imports their modules)."""
+    return {int(key): agent_class(int(key)) for key in AGENTS.names()}
 
 
 def make_agent(agent_id: int) -> Agent:
-    agents = registered_agents()
-    if agent_id not in agents:
-        raise KeyError(f"no agent registered with ID {agent_id}")
-    return agents[agent_id]()
+    """A fresh agent for `agent_id`; KeyError when no agent has that ID."""
+    return agent_class(agent_id)()

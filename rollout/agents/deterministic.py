@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import solvers
-from rollout.agents.base import Agent, AgentContext, AgentOutcome, register
+from rollout.agents.base import Agent, AgentContext, AgentOutcome
 from rollout.agents.plan_search import (
     BudgetExhausted,
     Evaluation,
@@ -169,7 +169,6 @@ def _fmt(step: Step) -> str:
     return "(" + " ".join((step[0], *step[1])) + ")"
 
 
-@register
 class AgentVariableSwapper(DeterministicAgent):
     """13: beam search over argument permutations of the steps around the first failure."""
 
@@ -195,7 +194,6 @@ class AgentVariableSwapper(DeterministicAgent):
         return _beam_search(inp, neighbours, "swapped arguments")
 
 
-@register
 class AgentActionReorderer(DeterministicAgent):
     """14: circular shifts of the plan, then dependency-aware moves and adjacent swaps."""
 
@@ -249,7 +247,6 @@ class AgentActionReorderer(DeterministicAgent):
         return out or list(range(at + 1, len(plan)))
 
 
-@register
 class AgentRedundancyStripper(DeterministicAgent):
     """15: drops duplicated steps, pairs whose second step undoes the first, and useless steps."""
 
@@ -303,7 +300,6 @@ class AgentRedundancyStripper(DeterministicAgent):
         return None
 
 
-@register
 class AgentPlanTruncator(DeterministicAgent):
     """16: keeps the shortest prefix after which the goal holds."""
 
@@ -330,7 +326,6 @@ class AgentPlanTruncator(DeterministicAgent):
         return f"cut the plan after step {k} of {n}" if k < n else "the full plan is the first goal-reaching prefix"
 
 
-@register
 class AgentSubplanFiller(DeterministicAgent):
     """17: keeps the longest valid prefix and asks the planner to bridge to the next segment."""
 

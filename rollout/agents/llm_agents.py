@@ -1,14 +1,14 @@
 """LLM agents 0-10, 12, 18-20, the NoOp agent (11) and the dynamic agent (21).
 
-Each LLM agent is one registered class. In the simulated world (ctx.sim set) the world plays
+Each LLM agent is one class, generated from its AGENT_TABLE row. In the simulated world (ctx.sim set) the world plays
 the LLM; otherwise the real call path (prompts, extraction, client) in rollout.agents.llm_call
 does. Neither path raises for bad model output: a failed call is an AgentOutcome with ok=False.
 """
 
 from __future__ import annotations
 
-from rollout.agent_table import DYNAMIC_AGENT_ID, NOOP_ID
-from rollout.agents.base import Agent, AgentContext, AgentOutcome, register
+from rollout.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID, NOOP_ID
+from rollout.agents.base import Agent, AgentContext, AgentOutcome
 from rollout.state import EpisodeState
 
 
@@ -32,30 +32,17 @@ class LLMAgent(Agent):
 
 
 def _llm_agent(agent_id: int, class_name: str) -> type[LLMAgent]:
-    cls = type(class_name, (LLMAgent,), {"agent_id": agent_id, "__doc__": f"LLM agent {agent_id}."})
-    register(cls)
-    return cls
+    return type(class_name, (LLMAgent,), {"agent_id": agent_id, "__doc__": f"LLM agent {agent_id}.",
+                                          "__module__": __name__})
 
 
-AgentHallucinations = _llm_agent(0, "AgentHallucinations")
-AgentDeepThinkPDDL = _llm_agent(1, "AgentDeepThinkPDDL")
-AgentEmergency = _llm_agent(2, "AgentEmergency")
-AgentEmergencySolution = _llm_agent(3, "AgentEmergencySolution")
-AgentDeepThinkConstraints = _llm_agent(4, "AgentDeepThinkConstraints")
-AgentTemporalConsistency = _llm_agent(5, "AgentTemporalConsistency")
-AgentEnforceMultiAgency = _llm_agent(6, "AgentEnforceMultiAgency")
-AgentFastDownwardsAdapter = _llm_agent(7, "AgentFastDownwardsAdapter")
-AgentReduceVariables = _llm_agent(8, "AgentReduceVariables")
-AgentSyntaxPDDL = _llm_agent(9, "AgentSyntaxPDDL")
-AgentAsynchronicity = _llm_agent(10, "AgentAsynchronicity")
-AgentNaturalLanguage = _llm_agent(12, "AgentNaturalLanguage")
-AgentTypeHierarchyFixer = _llm_agent(18, "AgentTypeHierarchyFixer")
-AgentPredicateGeneralizer = _llm_agent(19, "AgentPredicateGeneralizer")
-AgentInitialStateSuggester = _llm_agent(20, "AgentInitialStateSuggester")
+# One class per LLM row of AGENT_TABLE, named as there (rollout.agent_table.AGENTS points here).
+for _info in AGENT_TABLE:
+    if _info.kind == "llm":
+        globals()[_info.name] = _llm_agent(_info.agent_id, _info.name)
 DynamicAgent = _llm_agent(DYNAMIC_AGENT_ID, "DynamicAgent")
 
 
-@register
 class NoOpAgent(Agent):
     """Terminates the loop when the plan is valid; changes nothing."""
 

@@ -2,22 +2,23 @@
 
 Specs: "random", "scripted", "rules+<spec>" (the rules layer first), with optional
 parameters after a colon, e.g. "scripted:noise=0.2,seed=3". Other parts register more specs
-with `register_policy_factory("teacher", factory)`; the factory gets the text after the prefix.
-A factory may also be named by a "module:attr" string, imported on first use (specs whose code
-lives in a later layer, such as the trained `model:DIR`, without importing it here).
+with `register_policy_factory("teacher", factory)` (an entry in the shared POLICIES registry);
+the factory gets the text after the prefix. A factory may also be named by a "module:attr"
+string, imported on first use (specs whose code lives in a later layer, such as the trained
+`model:DIR` and `majority:DIR`, registered here so every command has them).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from rollout.policy import Policy
 from rollout.rules import RulesFirst
+from solvers.registry import Registry, UnknownName
 
 PolicyFactory = Callable[[str, int], Policy]  # (params text after "name:", default seed)
 
-_FACTORIES: dict[str, PolicyFactory | str] = {}
+POLICIES: Registry[PolicyFactory] = Registry("policy")
 
 
 class PolicySpecError(ValueError):
@@ -27,19 +28,16 @@ class PolicySpecError(ValueError):
 def register_policy_factory(prefix: str, factory: PolicyFactory | str) -> None:
     """Make `make_policy("<prefix>[:params]")` build a policy with `factory(params, seed)`
     (`factory` may be "module:attr", imported when the spec is first used)."""
-    _FACTORIES[prefix] = factory
+    POLICIES.register(prefix, factory)
 
 
 def _resolve(name: str) -> PolicyFactory | None:
-    factory = _FACTORIES.get(name)
-    if isinstance(factory, str):
-        module, _, attr = factory.partition(":")
-        try:
-            factory = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise PolicySpecError(f"policy {name!r} needs {factory} which could not be loaded: {exc}") from exc
-        _FACTORIES[name] = factory
-    return factory
+    if name not in POLICIES:
+        return None
+    try:
+        return POLICIES.get(name)
+    except UnknownName as exc:
+        raise PolicySpecError(str(exc)) from exc
 
 
 def _params(text: str) -> dict[str, str]:
@@ -93,7 +91,7 @@ def make_policy(spec: str, *, seed: int = 0) -> Policy:
     name, _, params = spec.partition(":")
     factory = _resolve(name)
     if factory is None:
-        raise PolicySpecError(f"unknown policy {spec!r}; known: {', '.join(sorted(_FACTORIES))} "
+        raise PolicySpecError(f"unknown policy {spec!r}; known: {', '.join(POLICIES.names())} "
                               "(prefix any with 'rules+')")
     try:
         return factory(params, seed)
@@ -102,7 +100,7 @@ def make_policy(spec: str, *, seed: int = 0) -> Policy:
 
 
 def policy_specs() -> list[str]:
-    return sorted(_FACTORIES)
+    return POLICIES.names()
 
 
-__all__ = ["PolicySpecError", "make_policy", "policy_specs", "register_policy_factory"]
+__all__ = ["POLICIES", "PolicySpecError", "make_policy", "policy_specs", "register_policy_factory"]

@@ -1,12 +1,15 @@
-"""Task loaders: PlanBench task 1, IPC-style folders, temporal folders, Natural Plan JSON."""
+"""Task loaders (PlanBench, IPC-style folders, temporal folders, Natural Plan JSON) and the
+registry of task sources that `load_tasks(spec)` dispatches on."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from rollout.tasks.base import PLANBENCH_DOMAINS, Task, TaskSpecError
 from rollout.tasks.describe import describe
+from solvers.registry import Registry
 
 DATA = Path(__file__).with_name("data")
 NATURAL_PLAN_KINDS = ("trip_planning", "meeting_planning", "calendar_scheduling")
@@ -110,6 +113,64 @@ def bundled_ipc(kind: str) -> list[Task]:
             for t in load_pddl_folder(folder, family=kind, target_planner=planner)]
 
 
+# A task source reads the part of a spec after "NAME:" and returns its tasks, raising
+# TaskSpecError for anything it cannot load. Adding one is a function plus one line here
+# (or `TASK_SOURCES.register(...)` in the code that adds it); `example` words the help.
+TaskSource = Callable[[str], list[Task]]
+TASK_SOURCES: Registry[TaskSource] = Registry("task source")
+
+
+def _bundled(rest: str) -> list[Task]:
+    if rest:
+        raise TaskSpecError(f"unknown task spec 'bundled:{rest}'; 'bundled' takes no argument")
+    return load_tasks("planbench:all") + bundled_ipc("classical") + bundled_ipc("temporal")
+
+
+def _planbench(rest: str) -> list[Task]:
+    name, _, count = rest.partition(":")
+    limit = _limit(count, f"planbench:{rest}")
+    domains = PLANBENCH_DOMAINS if name == "all" else (name,)
+    return [t for d in domains for t in load_planbench(d)[:limit]]
+
+
+def _pddl_folders(kind: str) -> TaskSource:
+    family, planner = ("classical", "fd") if kind == "ipc" else ("temporal", "temporal")
+
+    def source(rest: str) -> list[Task]:
+        if rest in ("", "bundled"):
+            return bundled_ipc(family)
+        path, _, count = rest.partition(":") if not Path(rest).exists() else (rest, "", "")
+        return load_pddl_folder(Path(path), family=family, target_planner=planner)[:_limit(count, f"{kind}:{rest}")]
+
+    return source
+
+
+def _generated(rest: str) -> list[Task]:
+    from rollout.tasks.generators.genset import GenSetError, load_genset
+
+    try:
+        return load_genset(f"gen:{rest}")
+    except GenSetError as exc:
+        raise TaskSpecError(str(exc)) from exc
+
+
+def _natural_plan(rest: str) -> list[Task]:
+    if not rest:
+        raise TaskSpecError("natural_plan needs a file: natural_plan:PATH.json")
+    if not Path(rest).is_file():
+        raise TaskSpecError(f"natural_plan file not found: {rest}")
+    return load_natural_plan(Path(rest))
+
+
+TASK_SOURCES.register("planbench", _planbench, example="planbench:blocksworld:10")
+TASK_SOURCES.register("ipc", _pddl_folders("ipc"), example="ipc:DIR")
+TASK_SOURCES.register("temporal", _pddl_folders("temporal"), example="temporal:DIR")
+TASK_SOURCES.register("natural_plan", _natural_plan, example="natural_plan:FILE.json")
+TASK_SOURCES.register("gen", _generated, example="gen:DIR")
+TASK_SOURCES.register("planbench-dir", "rollout.tasks.planbench_dir:load_planbench_dir", example="planbench-dir:DIR")
+TASK_SOURCES.register("bundled", _bundled, example="bundled")
+
+
 def load_tasks(spec: str) -> list[Task]:
     """Load tasks from a spec:
 
@@ -117,43 +178,15 @@ def load_tasks(spec: str) -> list[Task]:
     temporal:bundled | natural_plan:FILE.json | gen:DIR[:N][:level=A+B] (a generated set) |
     planbench-dir:DIR[:DOMAIN][:N] (a full PlanBench data directory) | bundled (every bundled task) |
     several specs joined with ','. N keeps the first N tasks (per domain for planbench:all).
+    The part before the first ':' names a source in TASK_SOURCES.
     """
     if "," in spec:
         return [t for part in spec.split(",") if part.strip() for t in load_tasks(part.strip())]
     kind, _, rest = spec.partition(":")
-    if kind == "bundled" and not rest:
-        return load_tasks("planbench:all") + bundled_ipc("classical") + bundled_ipc("temporal")
-    if kind == "planbench":
-        name, _, count = rest.partition(":")
-        limit = _limit(count, spec)
-        domains = PLANBENCH_DOMAINS if name == "all" else (name,)
-        return [t for d in domains for t in load_planbench(d)[:limit]]
-    if kind in ("ipc", "temporal"):
-        family = "classical" if kind == "ipc" else "temporal"
-        if rest in ("", "bundled"):
-            return bundled_ipc(family)
-        path, _, count = rest.partition(":") if not Path(rest).exists() else (rest, "", "")
-        return load_pddl_folder(Path(path), family=family,
-                                target_planner="fd" if kind == "ipc" else "temporal")[:_limit(count, spec)]
-    if kind == "gen":
-        from rollout.tasks.generators.genset import GenSetError, load_genset
-
-        try:
-            return load_genset(spec)
-        except GenSetError as exc:
-            raise TaskSpecError(str(exc)) from exc
-    if kind == "planbench-dir":
-        from rollout.tasks.planbench_dir import load_planbench_dir
-
-        return load_planbench_dir(rest)
-    if kind == "natural_plan":
-        if not rest:
-            raise TaskSpecError("natural_plan needs a file: natural_plan:PATH.json")
-        if not Path(rest).is_file():
-            raise TaskSpecError(f"natural_plan file not found: {rest}")
-        return load_natural_plan(Path(rest))
-    raise TaskSpecError(f"unknown task spec {spec!r}; try planbench:blocksworld:10, ipc:DIR, temporal:DIR, "
-                        "natural_plan:FILE.json, gen:DIR, planbench-dir:DIR or bundled")
+    if kind not in TASK_SOURCES:
+        examples = ", ".join(TASK_SOURCES.meta(name).get("example", name) for name in TASK_SOURCES.names())
+        raise TaskSpecError(f"unknown task spec {spec!r}; try {examples}")
+    return TASK_SOURCES.get(kind)(rest)
 
 
 def _limit(count: str, spec: str) -> int | None:

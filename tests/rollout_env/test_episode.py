@@ -8,8 +8,8 @@ from dataclasses import fields
 
 import pytest
 
-from rollout.agent_table import NATURAL_LANGUAGE_ID, NOOP_ID
-from rollout.agents.base import _REGISTRY, Agent, AgentContext, AgentOutcome
+from rollout.agent_table import AGENTS, NATURAL_LANGUAGE_ID, NOOP_ID
+from rollout.agents.base import Agent, AgentContext, AgentOutcome
 from rollout.episode import EpisodeConfig, episode_id_for, run_episode, run_episode_sync, run_episodes
 from rollout.policies import make_policy
 from rollout.policy import Decision, Policy
@@ -127,12 +127,12 @@ def test_agent_exception_is_a_failed_step() -> None:
             raise RuntimeError("boom")
 
     task = load_tasks("planbench:blocksworld:1")[0]
-    original = _REGISTRY[6]
-    _REGISTRY[6] = Broken
+    original = AGENTS.get("6")
+    AGENTS.register("6", Broken)
     try:
         record = run_episode_sync(task, Fixed(6), EpisodeConfig(max_steps=2, sim=FAST))
     finally:
-        _REGISTRY[6] = original
+        AGENTS.register("6", original)
     assert record.error == "" and [s.agent_id for s in record.steps[:2]] == [6, 6]
     assert not record.steps[0].agent_ok and "raised RuntimeError: boom" in record.steps[0].agent_message
 
