@@ -43,9 +43,11 @@ class LoadedModel:
     def name(self) -> str:
         return self.manifest.name
 
-    @property
-    def inline(self) -> bool:
-        return self.runtime == "cpu" and decides_inline(self.manifest.policy_class)
+    # set once at load, not asked per decision: the hot path stays out of train's registry
+    inline: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.inline = self.runtime == "cpu" and decides_inline(self.manifest.policy_class)
 
     def decide_batch(self, states: list[EpisodeState]) -> list[Decision]:
         batch_fn = getattr(self.policy, "decide_batch", None)
