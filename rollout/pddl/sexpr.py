@@ -52,17 +52,18 @@ def read(tokens: Sequence[str], *, fold_case: bool = False,
             if max_depth is not None and len(stack) >= max_depth:
                 raise TooDeep(max_depth)
             stack.append([])
-            continue
-        if tok == ")":
+        elif tok == ")":
             if not stack:
                 raise Unbalanced(0)
-            done: SExpr = stack.pop()
+            done = stack.pop()
+            if stack:
+                stack[-1].append(done)
+            else:
+                yield done, i + 1
+        elif stack:
+            stack[-1].append(tok.lower() if fold_case else tok)
         else:
-            done = tok.lower() if fold_case else tok
-        if stack:
-            stack[-1].append(done)
-        else:
-            yield done, i + 1
+            yield (tok.lower() if fold_case else tok), i + 1
     if stack:
         raise Unbalanced(len(stack))
 
