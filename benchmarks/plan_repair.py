@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 import solvers  # noqa: E402
 from rollout.agents.base import AgentContext, make_agent  # noqa: E402
 from rollout.agents.plan_search import SimEvaluator, ValidatorEvaluator  # noqa: E402
-from rollout.pddl_model import load_world  # noqa: E402
+from rollout.pddl.simulator import load_world  # noqa: E402
 from rollout.state import EpisodeState  # noqa: E402
 from rollout.tasks.base import Task  # noqa: E402
 

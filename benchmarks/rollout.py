@@ -54,7 +54,7 @@ def _store_throughput(records, rows_target: int, workdir: Path) -> dict[str, flo
     import pyarrow as pa
 
     from rollout.store import TrajectoryStore
-    from rollout.store.trajectory_store import episodes_to_arrow
+    from rollout.store.steps_table import episodes_to_arrow
 
     batches: list[list[pa.Table]] = [[]]
     rows = batch_rows = n = 0

@@ -13,8 +13,9 @@ import re
 from dataclasses import dataclass
 
 import solvers
+from rollout.pddl.sections import section, sections, typed_list
+from rollout.pddl.sexpr import SExprError, parse_shared
 from rollout.tasks.base import Task
-from rollout.tasks.sexpr import SExprError, parse_shared, section, sections, typed_list
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,9 @@ import random
 import re
 from dataclasses import dataclass, replace
 
+from rollout.pddl.sections import section, shuffle_init
+from rollout.pddl.sexpr import SExprError, parse
 from rollout.state import EpisodeState
-from rollout.tasks.sexpr import SExprError, parse, section, shuffle_init
 from rollout.trajectory import EpisodeRecord
 from train.examples import Example, example_id_for
 

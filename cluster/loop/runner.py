@@ -150,7 +150,7 @@ class LoopRunner:
                 "rollout_runs": rollout_runs, "trigger": "count" if n_new >= self.config.min_new_episodes else "period"}
 
     def _rollout_batch(self, cycle: int, batch: int) -> str:
-        from rollout.driver.job import RolloutConfig, run_rollout
+        from rollout.driver import RolloutConfig, run_rollout
 
         run_id = f"{self.rollout_prefix}-c{cycle:04d}-r{batch:02d}"
         summary = run_rollout(RolloutConfig(
@@ -193,7 +193,7 @@ class LoopRunner:
                  "warm_start_version": serving["version"]}
         self.trainings += 1
         if self.config.policy_class == "fast":
-            from cluster.loop.finetune import finetune_fast
+            from train.fast_finetune import finetune_fast
 
             manifest = finetune_fast(examples, out_dir, init_dir=init_dir, settings=self.config.train, name=name,
                                      version=version, data_versions=data_versions,

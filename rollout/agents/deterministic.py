@@ -28,7 +28,8 @@ from rollout.agents.plan_search import (
     failing_step_hint,
     plan_text,
 )
-from rollout.pddl_model import PDDLParseError, Step, Unsupported, World, load_world, render_problem
+from rollout.pddl.model import PDDLParseError, Unsupported
+from rollout.pddl.simulator import Step, World, load_world, render_problem
 from rollout.state import EpisodeState
 
 

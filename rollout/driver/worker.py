@@ -287,7 +287,7 @@ class RolloutWorker:
                 with_steps.append(got)
         rows = None
         if with_steps:
-            from rollout.store.trajectory_store import episodes_to_arrow
+            from rollout.store.steps_table import episodes_to_arrow
 
             table = episodes_to_arrow(with_steps)
             sink = pa.BufferOutputStream()

@@ -14,7 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rollout.tasks.sexpr import SExpr, copy_tree, join_sections, section, sections, to_text, typed_list
+from rollout.pddl.printer import join_sections, to_text
+from rollout.pddl.sections import section, sections, typed_list
+from rollout.pddl.sexpr import SExpr, copy_tree
 
 Define = list[SExpr]
 

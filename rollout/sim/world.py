@@ -18,19 +18,12 @@ from typing import Any
 
 from rollout.agent_table import DYNAMIC_AGENT_ID, EMERGENCY_ID, NATURAL_LANGUAGE_ID, agent_name
 from rollout.agents.base import AgentOutcome
+from rollout.pddl.printer import to_text
+from rollout.pddl.sections import section, sections, shuffle_init, typed_list
+from rollout.pddl.sexpr import SExprError, parse, parse_shared
 from rollout.sim.faults import CATALOG, PDDL_FAULTS, PLAN_FAULTS, Fault, corrupt_plan, render
 from rollout.state import EpisodeState
 from rollout.tasks.base import Task
-from rollout.tasks.sexpr import (
-    SExprError,
-    parse,
-    parse_shared,
-    section,
-    sections,
-    shuffle_init,
-    to_text,
-    typed_list,
-)
 
 _RENDERED: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], tuple[str, str]] = {}
 _RENDERED_MAX = 2048

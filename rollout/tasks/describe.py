@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from rollout.tasks.sexpr import SExpr, parse, section, sections, to_text, typed_list
+from rollout.pddl.printer import to_text
+from rollout.pddl.sections import section, sections, typed_list
+from rollout.pddl.sexpr import SExpr, parse
 
 
 def _fmt_atom(atom: SExpr) -> str:

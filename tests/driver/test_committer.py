@@ -6,7 +6,7 @@ import time
 
 from rollout.driver.committer import Committer
 from rollout.store import RetryPolicy, TrajectoryStore
-from rollout.store.trajectory_store import episodes_to_arrow
+from rollout.store.steps_table import episodes_to_arrow
 from tests.trajectories import make_episodes
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import re
 import shlex
-import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import jsonschema
@@ -29,13 +28,11 @@ CRD_SCHEMA = Path(__file__).with_name("crds") / "kuberay_v1.schema.yaml"
 Obj = dict[str, Any]
 
 
-def kustomize_lite() -> Any:
-    spec = importlib.util.spec_from_file_location("kustomize_lite", K8S / "kustomize_lite.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("kustomize_lite", module)
-    spec.loader.exec_module(module)
-    return module
+def kustomize_lite() -> ModuleType:
+    """The renderer next to these tests (tests/k8s/kustomize_lite.py)."""
+    import kustomize_lite
+
+    return kustomize_lite
 
 
 @functools.cache

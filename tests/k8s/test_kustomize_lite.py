@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from k8s_checks import find, kustomize_lite, render
+from k8s_checks import K8S, find, kustomize_lite, render
 
 kl = kustomize_lite()
 
@@ -100,7 +100,7 @@ def test_overlays_render_what_they_promise() -> None:
 
 
 def test_cli_renders_yaml_and_reports_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert kl.main([str(Path(kl.__file__).parent / "overlays" / "dev-cpu")]) == 0
+    assert kl.main([str(K8S / "overlays" / "dev-cpu")]) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
     assert {d["kind"] for d in docs} >= {"RayCluster", "RayJob", "RayService", "ConfigMap", "Secret"}
     assert kl.main([str(tmp_path)]) == 1

@@ -12,11 +12,11 @@ import pytest
 import ray
 
 from cluster.loop.config import TrainSettings
-from cluster.loop.finetune import finetune_fast
 from rollout.episode import EpisodeConfig, run_episodes
 from rollout.policies import make_policy
 from rollout.tasks import load_tasks
 from train.examples import select_examples, split_by_task
+from train.fast_finetune import finetune_fast
 from train.fast_policy import WEIGHTS_FILE, EmptyDatasetError, train_fast_policy
 from train.manifest import Manifest
 from train.policies import load_policy

@@ -24,7 +24,7 @@ from cluster.loop.config import GateConfig, LoopConfig, TrainSettings
 from cluster.loop.events import EventLog
 from cluster.loop.runner import LoopHooks, LoopRunner
 from cluster.loop.serving import ServingClient
-from rollout.driver.job import RolloutConfig, run_rollout
+from rollout.driver import RolloutConfig, run_rollout
 from rollout.store import TrajectoryStore
 from train.fast_policy import train_fast_policy
 

@@ -145,8 +145,8 @@ def test_cached_renders_equal_fresh_ones_and_do_not_leak_between_fault_sets(task
 
 def _print_whole_tree(edited: list, gold: list, rename: dict[str, str] | None) -> str:  # noqa: ARG001
     """The plain way to print what faults._print prints: the whole renamed tree, no reused text."""
+    from rollout.pddl.printer import to_text
     from rollout.sim.faults import _rename
-    from rollout.tasks.sexpr import to_text
 
     return to_text(_rename(edited, rename or {}))
 
@@ -155,9 +155,9 @@ def test_renders_reusing_section_text_equal_whole_tree_prints(tasks, monkeypatch
     """faults.render reuses the printed text of sections no fault changed; the result must be the
     text of printing the whole faulted, renamed tree, for every fault class, with and without
     renames, and the shared gold trees must come out of it unchanged."""
+    from rollout.pddl.sexpr import parse
     from rollout.sim import faults
     from rollout.sim.faults import render
-    from rollout.tasks.sexpr import parse
 
     picked = [next(t for t in tasks.values() if t.domain_name == name) for name in ("blocksworld", "depots")]
     for task in picked:
@@ -180,8 +180,9 @@ def test_renders_reusing_section_text_equal_whole_tree_prints(tasks, monkeypatch
     "(define)",
 ])
 def test_section_reuse_prints_small_and_odd_defines_like_to_text(text: str) -> None:
+    from rollout.pddl.printer import to_text
+    from rollout.pddl.sexpr import copy_tree, parse
     from rollout.sim.faults import _print, _rename
-    from rollout.tasks.sexpr import copy_tree, parse, to_text
 
     gold = parse(text)
     for rename in ({}, {"a": "a_obj", "p": "q"}):
@@ -189,7 +190,7 @@ def test_section_reuse_prints_small_and_odd_defines_like_to_text(text: str) -> N
 
 
 def test_parse_shared_returns_one_tree_per_text() -> None:
-    from rollout.tasks.sexpr import SExprError, parse, parse_shared
+    from rollout.pddl.sexpr import SExprError, parse, parse_shared
 
     text = "(define (problem p) (:domain d) (:init (a b)) (:goal (a b)))"
     assert parse_shared(text) is parse_shared(text)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import solvers
-from rollout.pddl_model import PDDLParseError, Unsupported, load_world, parse_domain, render_problem, simulate
+from rollout.pddl.model import PDDLParseError, Unsupported, parse_domain
+from rollout.pddl.simulator import load_world, render_problem, simulate
 
 DOMAIN = """
 (define (domain delivery)
@@ -98,10 +99,11 @@ def _all_plans(length: int) -> list[list[tuple[str, tuple[str, ...]]]]:
 def test_remembered_transitions_give_what_a_fresh_world_computes(monkeypatch):
     """A World remembers transitions and goal tests across plans (and, via load_world, across
     callers); every answer must equal a fresh, memo-free world's, also once the memo starts over."""
-    from rollout import pddl_model
-    from rollout.pddl_model import NotApplicable, World, parse_problem
+    from rollout.pddl import simulator
+    from rollout.pddl.model import parse_problem
+    from rollout.pddl.simulator import NotApplicable, World
 
-    monkeypatch.setattr(pddl_model, "MEMO_MAX", 50)  # also exercise the start-over path
+    monkeypatch.setattr(simulator, "MEMO_MAX", 50)  # also exercise the start-over path
     shared = load_world(DOMAIN, PROBLEM)
     for plan in _all_plans(3):
         fresh = World(parse_domain(DOMAIN), parse_problem(PROBLEM))
@@ -119,7 +121,8 @@ def test_remembered_transitions_give_what_a_fresh_world_computes(monkeypatch):
 
 
 def test_load_world_is_shared_per_text_pair_and_left_unchanged_by_simulation():
-    from rollout.pddl_model import World, parse_problem
+    from rollout.pddl.model import parse_problem
+    from rollout.pddl.simulator import World
 
     world = load_world(DOMAIN, PROBLEM)
     assert load_world(DOMAIN, PROBLEM) is world
@@ -134,7 +137,8 @@ def test_load_world_is_shared_per_text_pair_and_left_unchanged_by_simulation():
 
 
 def test_added_atoms_are_the_effects_a_step_adds_in_that_state():
-    from rollout.pddl_model import World, parse_problem
+    from rollout.pddl.model import parse_problem
+    from rollout.pddl.simulator import World
 
     shared = load_world(DOMAIN, PROBLEM)
     fresh = World(parse_domain(DOMAIN), parse_problem(PROBLEM))

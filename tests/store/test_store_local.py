@@ -171,7 +171,7 @@ def test_models_live_under_the_store(tmp_path):
 
 
 def test_fast_arrow_conversion_matches_the_contract_conversion():
-    from rollout.store.trajectory_store import episodes_to_arrow
+    from rollout.store.steps_table import episodes_to_arrow
     from rollout.trajectory import episodes_to_table
 
     episodes = make_episodes("run-a", 30)
@@ -180,7 +180,7 @@ def test_fast_arrow_conversion_matches_the_contract_conversion():
 
 
 def test_write_table_commits_whole_episodes_once(tmp_path):
-    from rollout.store.trajectory_store import episodes_to_arrow
+    from rollout.store.steps_table import episodes_to_arrow
 
     store = TrajectoryStore(tmp_path)
     assert store.write_table("run-a", episodes_to_arrow(make_episodes("run-a", 10))) == 10
@@ -199,7 +199,7 @@ def test_write_table_commits_whole_episodes_once(tmp_path):
     (lambda t: t.to_pylist(), "takes a pyarrow Table"),
 ])
 def test_write_table_rejects_bad_tables(tmp_path, mangle, message):
-    from rollout.store.trajectory_store import episodes_to_arrow
+    from rollout.store.steps_table import episodes_to_arrow
 
     store = TrajectoryStore(tmp_path)
     with pytest.raises(StoreError, match=message):

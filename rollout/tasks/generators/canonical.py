@@ -13,8 +13,10 @@ import hashlib
 
 import pynauty
 
+from rollout.pddl.printer import to_text
+from rollout.pddl.sections import section, typed_list
+from rollout.pddl.sexpr import SExpr, parse
 from rollout.tasks.generators.base import Atom
-from rollout.tasks.sexpr import SExpr, parse, section, to_text, typed_list
 
 
 def canonical_hash(domain_name: str, objects: list[tuple[str, str]], init: list[Atom], goal: list[Atom],

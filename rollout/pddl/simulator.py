@@ -1,11 +1,7 @@
-"""A small PDDL model: s-expressions -> domain/problem structures, and a plan simulator.
+"""A plan simulator over a parsed domain/problem: successor states, goal tests, sub-problems.
 
 Used by the deterministic repair agents (13-17) to score many candidate plans cheaply; the real
-validator in `solvers/` still has the final word on every plan an agent returns. Supports
-STRIPS, typing, constants, negative preconditions, equality, quantifiers (forall/exists),
-disjunction/implication and conditional effects. Numeric effects (action costs) are ignored
-for applicability. Derived predicates and durative actions raise `Unsupported`, so callers can
-fall back to validator-only checking.
+validator in `solvers/` still has the final word on every plan an agent returns.
 """
 
 from __future__ import annotations
@@ -16,236 +12,21 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from rollout.tasks.sexpr import tokenize
+from rollout.pddl.model import (
+    Action,
+    Atom,
+    Domain,
+    PDDLParseError,
+    Problem,
+    Unsupported,
+    parse_domain,
+    parse_problem,
+    strict_typed_list,
+)
+from rollout.pddl.printer import unparse
+from rollout.pddl.sexpr import SExpr
 
-SExpr = str | list["SExpr"]
-Atom = tuple[str, ...]  # ("on", "a", "b")
 _V = TypeVar("_V")
-
-
-class PDDLParseError(ValueError):
-    """The text is not PDDL this model can read."""
-
-
-class Unsupported(PDDLParseError):
-    """Valid PDDL using a feature the simulator does not model (derived predicates, durative actions)."""
-
-
-# --- s-expressions --------------------------------------------------------------------------
-
-
-def parse_sexpr(text: str) -> SExpr:
-    tokens = tokenize(text)
-    if not tokens:
-        raise PDDLParseError("empty PDDL text")
-    pos = 0
-
-    def read() -> SExpr:
-        nonlocal pos
-        if pos >= len(tokens):
-            raise PDDLParseError("unexpected end of text: unbalanced parentheses")
-        tok = tokens[pos]
-        pos += 1
-        if tok == ")":
-            raise PDDLParseError("unexpected ')'")
-        if tok != "(":
-            return tok.lower()
-        out: list[SExpr] = []
-        while True:
-            if pos >= len(tokens):
-                raise PDDLParseError("unexpected end of text: unbalanced parentheses")
-            if tokens[pos] == ")":
-                pos += 1
-                return out
-            out.append(read())
-
-    expr = read()
-    if pos != len(tokens):
-        raise PDDLParseError(f"unexpected text after the closing parenthesis: {' '.join(tokens[pos:pos + 5])}")
-    return expr
-
-
-# --- structures -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Action:
-    name: str
-    params: tuple[tuple[str, str], ...]  # (?var, type)
-    precondition: SExpr
-    effect: SExpr
-
-
-@dataclass
-class Domain:
-    name: str
-    requirements: tuple[str, ...] = ()
-    supertypes: dict[str, str] = field(default_factory=dict)  # type -> parent
-    constants: dict[str, str] = field(default_factory=dict)  # name -> type
-    predicates: dict[str, int] = field(default_factory=dict)  # name -> arity
-    actions: dict[str, Action] = field(default_factory=dict)
-
-    def is_subtype(self, sub: str, sup: str) -> bool:
-        seen = set()
-        while sub not in seen:
-            if sub == sup or sup == "object":
-                return True
-            seen.add(sub)
-            if sub not in self.supertypes:
-                return False
-            sub = self.supertypes[sub]
-        return False
-
-
-@dataclass
-class Problem:
-    name: str
-    domain_name: str
-    objects: dict[str, str] = field(default_factory=dict)  # name -> type
-    init: frozenset[Atom] = frozenset()
-    numeric_init: tuple[SExpr, ...] = ()  # (= (total-cost) 0) and alike, kept verbatim
-    goal: SExpr = field(default_factory=lambda: ["and"])
-    metric: SExpr | None = None
-
-
-def _typed_list(items: Sequence[SExpr]) -> list[tuple[str, str]]:
-    """`a b - t c` -> [(a,t),(b,t),(c,object)]; `(either ...)` types collapse to object."""
-    out: list[tuple[str, str]] = []
-    pending: list[str] = []
-    i = 0
-    while i < len(items):
-        item = items[i]
-        if item == "-":
-            if i + 1 >= len(items):
-                raise PDDLParseError("'-' without a type in a typed list")
-            typ = items[i + 1]
-            type_name = typ if isinstance(typ, str) else "object"
-            out.extend((p, type_name) for p in pending)
-            pending = []
-            i += 2
-            continue
-        if not isinstance(item, str):
-            raise PDDLParseError(f"unexpected list in a typed list: {unparse(item)}")
-        pending.append(item)
-        i += 1
-    out.extend((p, "object") for p in pending)
-    return out
-
-
-def _sections(expr: SExpr, kind: str) -> tuple[str, list[list[SExpr]]]:
-    if not isinstance(expr, list) or len(expr) < 2 or expr[0] != "define":
-        raise PDDLParseError(f"a {kind} must start with (define ...)")
-    head = expr[1]
-    if not isinstance(head, list) or len(head) != 2 or head[0] != kind or not isinstance(head[1], str):
-        raise PDDLParseError(f"expected ({kind} <name>) after define")
-    body = [s for s in expr[2:]]
-    for s in body:
-        if not isinstance(s, list) or not s or not isinstance(s[0], str):
-            raise PDDLParseError(f"unexpected element in {kind}: {unparse(s)}")
-    return head[1], body  # type: ignore[return-value]
-
-
-def parse_domain(text: str) -> Domain:
-    name, sections = _sections(parse_sexpr(text), "domain")
-    dom = Domain(name)
-    for sec in sections:
-        key = sec[0]
-        if key == ":requirements":
-            dom.requirements = tuple(str(r) for r in sec[1:])
-        elif key == ":types":
-            for t, parent in _typed_list(sec[1:]):
-                if t != "object":
-                    dom.supertypes[t] = parent
-        elif key == ":constants":
-            dom.constants.update(dict(_typed_list(sec[1:])))
-        elif key == ":predicates":
-            for pred in sec[1:]:
-                if not isinstance(pred, list) or not pred or not isinstance(pred[0], str):
-                    raise PDDLParseError(f"bad predicate declaration: {unparse(pred)}")
-                dom.predicates[pred[0]] = len(_typed_list(pred[1:]))
-        elif key == ":action":
-            act = _parse_action(sec)
-            dom.actions[act.name] = act
-        elif key in (":derived", ":durative-action"):
-            raise Unsupported(f"{key} is not modelled by the plan simulator")
-        elif key == ":functions":
-            continue
-        else:
-            raise PDDLParseError(f"unknown domain section {key}")
-    return dom
-
-
-def _parse_action(sec: list[SExpr]) -> Action:
-    if len(sec) < 2 or not isinstance(sec[1], str):
-        raise PDDLParseError("(:action needs a name")
-    name = sec[1]
-    fields_: dict[str, SExpr] = {}
-    i = 2
-    while i < len(sec):
-        key = sec[i]
-        if not isinstance(key, str) or not key.startswith(":") or i + 1 >= len(sec):
-            raise PDDLParseError(f"action {name}: malformed body near {unparse(key)}")
-        fields_[key] = sec[i + 1]
-        i += 2
-    params = fields_.get(":parameters", [])
-    if not isinstance(params, list):
-        raise PDDLParseError(f"action {name}: :parameters must be a list")
-    precondition = fields_.get(":precondition", ["and"])
-    if _mentions(precondition, _NUMERIC_TESTS):
-        raise Unsupported(f"action {name}: numeric conditions are not modelled by the plan simulator")
-    return Action(name, tuple(_typed_list(params)), precondition, fields_.get(":effect", ["and"]))
-
-
-_NUMERIC_TESTS = frozenset({"<", ">", "<=", ">="})
-
-
-def _mentions(expr: SExpr, heads: frozenset[str]) -> bool:
-    if isinstance(expr, str) or not expr:
-        return False
-    if isinstance(expr[0], str) and expr[0] in heads:
-        return True
-    return any(_mentions(e, heads) for e in expr)
-
-
-def parse_problem(text: str) -> Problem:
-    name, sections = _sections(parse_sexpr(text), "problem")
-    prob = Problem(name, "")
-    init: set[Atom] = set()
-    numeric: list[SExpr] = []
-    for sec in sections:
-        key = sec[0]
-        if key == ":domain":
-            prob.domain_name = str(sec[1]) if len(sec) > 1 else ""
-        elif key == ":objects":
-            prob.objects.update(dict(_typed_list(sec[1:])))
-        elif key == ":init":
-            for fact in sec[1:]:
-                if isinstance(fact, list) and fact and fact[0] == "=":
-                    numeric.append(fact)
-                elif isinstance(fact, list) and fact and all(isinstance(x, str) for x in fact):
-                    init.add(tuple(fact))  # type: ignore[arg-type]
-                else:
-                    raise PDDLParseError(f"unsupported initial fact {unparse(fact)}")
-        elif key == ":goal":
-            prob.goal = sec[1] if len(sec) > 1 else ["and"]
-        elif key == ":metric":
-            prob.metric = sec
-        elif key == ":requirements":
-            continue
-        else:
-            raise PDDLParseError(f"unknown problem section {key}")
-    prob.init = frozenset(init)
-    prob.numeric_init = tuple(numeric)
-    return prob
-
-
-def unparse(expr: SExpr) -> str:
-    if isinstance(expr, str):
-        return expr
-    return "(" + " ".join(unparse(e) for e in expr) + ")"
-
-
-# --- semantics ------------------------------------------------------------------------------
 
 
 # Transitions a World remembers before it starts over (each holds a state another one shares).
@@ -319,7 +100,7 @@ class World:
     def _quantified(self, variables: SExpr, binding: dict[str, str]) -> Iterable[dict[str, str]]:
         if not isinstance(variables, list):
             raise PDDLParseError("quantifier variables must be a list")
-        typed = _typed_list(variables)
+        typed = strict_typed_list(variables)
         domains = [self.objects_of(t) for _, t in typed]
         for values in itertools.product(*domains):
             yield {**binding, **{v: val for (v, _), val in zip(typed, values, strict=True)}}

@@ -1,8 +1,10 @@
 """A small, strict renderer for the subset of kustomize that k8s/ uses.
 
 `kubectl apply -k k8s/overlays/<name>` is how the manifests are meant to be applied; this module
-renders the same output without the kustomize binary so tests (and people without kubectl) can
-see and validate it:  python k8s/kustomize_lite.py k8s/overlays/dev-cpu > rendered.yaml
+(kept with the manifest tests, its only users) renders the same output without the kustomize
+binary so tests (and people without kubectl) can see and validate it:
+
+    python tests/k8s/kustomize_lite.py k8s/overlays/dev-cpu > rendered.yaml
 
 Supported kustomization fields, with kustomize's semantics for them:
   resources           files and directories (a directory is built as its own kustomization)
@@ -215,7 +217,7 @@ def _set_images(node: Any, image: Obj) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python k8s/kustomize_lite.py DIRECTORY", file=sys.stderr)
+        print("usage: python tests/k8s/kustomize_lite.py DIRECTORY", file=sys.stderr)
         return 2
     try:
         objects = build(argv[0])
