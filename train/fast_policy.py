@@ -41,7 +41,8 @@ class HashedLinearPolicy(Policy):
     def __init__(self, buckets: np.ndarray, weights: np.ndarray, bias: np.ndarray, n_buckets: int,
                  *, name: str = POLICY_CLASS, version: str = "0") -> None:
         if weights.shape != (len(buckets), NUM_AGENTS) or bias.shape != (NUM_AGENTS,):
-            raise ManifestError(f"weights have shape {weights.shape}/{bias.shape}, want (k, 21)/(21,)")
+            raise ManifestError(f"weights have shape {weights.shape}/{bias.shape}, "
+                                f"want (k, {NUM_AGENTS})/({NUM_AGENTS},)")
         self._rows = {int(b): i for i, b in enumerate(buckets)}
         self._weights = weights.astype(np.float32)
         self._bias = bias.astype(np.float32)
