@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import atexit
 import base64
-import concurrent.futures
 import contextlib
 import json
 import os
+import queue
 import select
 import signal
 import struct
@@ -165,7 +165,35 @@ class Worker:
         self.kill()
 
 
-_spawner: concurrent.futures.ThreadPoolExecutor | None = None
+class _Spawner:
+    """One long-lived thread that starts every worker (see the module docstring for why). A
+    plain thread and a queue: concurrent.futures would cost a one-shot `halo solve` ~25 ms of
+    imports (it pulls in logging) on its critical path."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[str, list[Worker | BaseException], threading.Event]] = queue.SimpleQueue()
+        threading.Thread(target=self._loop, daemon=True, name="halo-solver-spawn").start()
+
+    def _loop(self) -> None:
+        while True:
+            level, out, done = self._jobs.get()
+            try:
+                out.append(Worker(level))
+            except BaseException as exc:  # handed to the caller, who raises it
+                out.append(exc)
+            done.set()
+
+    def start(self, level: str) -> Worker:
+        out: list[Worker | BaseException] = []
+        done = threading.Event()
+        self._jobs.put((level, out, done))
+        done.wait()
+        if isinstance(out[0], BaseException):
+            raise out[0]
+        return out[0]
+
+
+_spawner: _Spawner | None = None
 _spawner_lock = threading.Lock()
 
 
@@ -173,9 +201,9 @@ def _spawn(level: str) -> Worker:
     global _spawner
     with _spawner_lock:
         if _spawner is None:
-            _spawner = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="halo-solver-spawn")
+            _spawner = _Spawner()
         spawner = _spawner
-    return spawner.submit(Worker, level).result()
+    return spawner.start(level)
 
 
 def default_size() -> int:
