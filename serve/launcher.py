@@ -36,13 +36,26 @@ class RunningService:
 
     @property
     def direct_url(self) -> str:
-        """The first replica's own server: the fast path, no proxy hop ("" when direct ingress is off)."""
-        if not self.direct_ports:
-            return ""
-        return f"http://{self.host}:{self.direct_ports[0]}{self.config.route_prefix.rstrip('/')}"
+        """The first live replica's own server: the fast path, no proxy hop ("" when direct ingress
+        is off). Asked of the registry each time: a replaced replica listens on a new port."""
+        ports = self.refresh_direct_ports()
+        return f"http://{self.host}:{ports[0]}{self.config.route_prefix.rstrip('/')}" if ports else ""
 
     def direct_urls(self) -> list[str]:
-        return [f"http://{self.host}:{p}{self.config.route_prefix.rstrip('/')}" for p in self.direct_ports]
+        return [f"http://{self.host}:{p}{self.config.route_prefix.rstrip('/')}" for p in self.refresh_direct_ports()]
+
+    def refresh_direct_ports(self) -> list[int]:
+        """The direct-ingress ports of the replicas alive now (the launch-time ones if the registry
+        cannot be asked)."""
+        if not self.direct_ports:
+            return []
+        with contextlib.suppress(Exception):
+            # a killed replica stays "alive" in the registry until its reports go stale (~5 s):
+            # keep the ports that accept a connection now
+            live = [p for p in live_direct_ports(self.registry) if _accepts(self.host, p)]
+            if live:
+                self.direct_ports = live
+        return self.direct_ports
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
@@ -100,7 +113,6 @@ def wait_direct_ports(registry: Any, config: ServeConfig, timeout_s: float) -> l
     """The direct-ingress ports the live replicas report (empty when direct ingress is off)."""
     import os
 
-    import ray
 
     if os.environ.get("RAY_SERVE_ENABLE_DIRECT_INGRESS") != "1":
         return []
@@ -108,12 +120,28 @@ def wait_direct_ports(registry: Any, config: ServeConfig, timeout_s: float) -> l
     deadline = time.monotonic() + timeout_s
     ports: list[int] = []
     while time.monotonic() < deadline:
-        replicas = ray.get(registry.status.remote())["replicas"]
-        ports = sorted({r["direct_port"] for r in replicas.values() if r.get("alive") and r.get("direct_port")})
+        ports = live_direct_ports(registry)
         if len(ports) >= want:
             return ports
         time.sleep(0.2)
     return ports
+
+
+def _accepts(host: str, port: int) -> bool:
+    import socket
+
+    try:
+        socket.create_connection((host, port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+def live_direct_ports(registry: Any) -> list[int]:
+    import ray
+
+    replicas = ray.get(registry.status.remote(), timeout=10)["replicas"]
+    return sorted({r["direct_port"] for r in replicas.values() if r.get("alive") and r.get("direct_port")})
 
 
 def target_model(config: ServeConfig, manifest: Any, *, replace: bool) -> Any:

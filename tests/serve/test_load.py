@@ -50,8 +50,11 @@ def _replica_actor_names(app: str) -> list[str]:
 def test_killed_replica_is_replaced_with_only_in_flight_failures(cluster, auth):
     import ray
 
+    from serve.launcher import live_direct_ports
+
     before = _replica_actor_names("main")
     assert len(before) == 2
+    ports_before = cluster.main.refresh_direct_ports()
     with Trickle(cluster.url, auth, workers=2, pause_s=0.005) as trickle:
         trickle.wait_for(20)
         victim = ray.get_actor(before[0], namespace="serve")
@@ -70,6 +73,15 @@ def test_killed_replica_is_replaced_with_only_in_flight_failures(cluster, auth):
         trickle.wait_for(40, timeout_s=60)
     failures = trickle.failures()
     assert len(failures) <= trickle.workers, failures  # at most the requests in flight on the dead replica
+    # The direct-ingress URLs follow the replacement: two live replicas, each answering on its own port.
+    deadline = time.monotonic() + 30
+    while len(cluster.main.refresh_direct_ports()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    urls = cluster.main.direct_urls()  # the replacement may or may not reuse the dead one's port
+    assert len(urls) == 2 and set(cluster.main.direct_ports) <= set(live_direct_ports(cluster.main.registry)), \
+        (ports_before, urls)
+    assert all(httpx.get(f"{u}/readyz", timeout=10).status_code == 200 for u in urls)
+    assert cluster.direct_url in urls
     # Every request sent after the replacement was in place succeeded (a request that was in flight
     # on the dead replica may finish, or fail, later than that).
     late = [o for o in trickle.snapshot() if o.started > replaced_at and o.status != 200]
