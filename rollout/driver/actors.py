@@ -9,6 +9,7 @@ a replaced worker takes the same slot index.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from collections import deque
@@ -22,6 +23,10 @@ from rollout.driver.progress import ProgressStats
 from rollout.driver.worker import RolloutWorker, WorkerSetup
 from rollout.llm.budget import BudgetLimits
 from rollout.tasks.base import Task
+
+log = logging.getLogger(__name__)
+
+BUDGET_START_S = 60.0  # the budget actor's start on the driver's node, before it may go elsewhere
 
 
 @dataclass
@@ -49,6 +54,7 @@ class WorkerPool:
         self.budget_limits = BudgetLimits(config.llm_rpm, config.llm_tpm, config.llm_concurrency)
         self.budget: Any = None  # the BudgetCoordinator actor, when limits are set
         self.budget_stats: dict[str, Any] = {}
+        self._budget_ping: Any = None  # an answer awaited from the budget actor (is it alive?)
         self._last_status = 0.0
         self._rate_marks: deque[tuple[float, float, float]] = deque()  # (time, requests, tokens)
 
@@ -93,16 +99,30 @@ class WorkerPool:
 
     def _start_budget(self) -> Any:
         """The job's one LLM budget: an actor on the driver's node (it lives as long as the job,
-        whichever worker nodes die), using no CPU."""
+        whichever worker nodes die), using no CPU.
+
+        The affinity is hard: with soft=True Ray (2.x) placed it on a worker node most of the
+        time (5 of 6 tries on a head with 0 CPUs), and when that node died every surviving
+        worker's LLM calls waited for a budget that was gone, so the job never finished. A
+        0-CPU actor always fits on the driver's node; if it does not come up there in
+        BUDGET_START_S anyway, it goes wherever Ray puts it (and `poll` notices if it dies)."""
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         from rollout.llm.budget import BudgetCoordinator
 
+        cls = ray.remote(num_cpus=0, max_restarts=0)(BudgetCoordinator)
         here = ray.get_runtime_context().get_node_id()
-        actor = ray.remote(num_cpus=0, max_restarts=0)(BudgetCoordinator).options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True)).remote(self.budget_limits)
-        ray.get(actor.ping.remote())
+        actor = cls.options(scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)).remote(
+            self.budget_limits)
+        try:
+            ray.get(actor.ping.remote(), timeout=BUDGET_START_S)
+        except ray.exceptions.GetTimeoutError:
+            log.warning("the LLM budget actor did not start on the driver's node in %.0f s; placing it "
+                        "anywhere (if its node dies, the job stops)", BUDGET_START_S)
+            ray.kill(actor, no_restart=True)
+            actor = cls.remote(self.budget_limits)
+            ray.get(actor.ping.remote())
         return actor
 
     def _new_slot(self, index: int) -> Slot:
@@ -144,12 +164,30 @@ class WorkerPool:
                                       solver_queued=int(st["solver_queued"]), llm_waiting=int(st["llm_waiting"]),
                                       cpus=self.config.cpus_per_worker)
             self._panel_stats(stats)
+        self._check_budget()
         now = time.monotonic()
         if now - self._last_status >= self.config.status_interval_s:
             self._last_status = now
+            if self.budget is not None and self._budget_ping is None:
+                self._budget_ping = self.budget.ping.remote()
             for slot in self.slots:
                 if slot.ready and not slot.dead and slot.status_ref is None:
                     slot.status_ref = slot.actor.status.remote()
+
+    def _check_budget(self) -> None:
+        """Without its budget actor no worker gets another LLM call (their gates wait for it):
+        the job stops rather than wait for ever. Never blocks."""
+        import ray
+
+        ping = self._budget_ping
+        if ping is None or not ray.wait([ping], timeout=0)[0]:
+            return
+        self._budget_ping = None
+        try:
+            ray.get(ping)
+        except ray.exceptions.RayError as exc:
+            self.stop_reason = (f"the job's LLM budget actor died ({type(exc).__name__}); no worker can make "
+                                f"another LLM call. Committed episodes are kept; re-run to resume.")
 
     def _panel_stats(self, s: ProgressStats) -> None:
         live = [slot.status for slot in self.slots if not slot.dead and slot.status]
