@@ -38,8 +38,8 @@ class RunningService:
     def direct_url(self) -> str:
         """The first live replica's own server: the fast path, no proxy hop ("" when direct ingress
         is off). Asked of the registry each time: a replaced replica listens on a new port."""
-        ports = self.refresh_direct_ports()
-        return f"http://{self.host}:{ports[0]}{self.config.route_prefix.rstrip('/')}" if ports else ""
+        urls = self.direct_urls()
+        return urls[0] if urls else ""
 
     def direct_urls(self) -> list[str]:
         return [f"http://{self.host}:{p}{self.config.route_prefix.rstrip('/')}" for p in self.refresh_direct_ports()]
@@ -104,15 +104,15 @@ def start_service(config: ServeConfig, *, address: str | None = None, num_cpus: 
     service = RunningService(config, registry, owns_ray, owns_serve)
     wait_ready(service.url, wait_ready_s)
     service.direct_ports = wait_direct_ports(registry, config, wait_ready_s)
-    if service.direct_url:
-        wait_ready(service.direct_url, wait_ready_s)
+    direct = service.direct_url  # asks the registry and probes the ports: once
+    if direct:
+        wait_ready(direct, wait_ready_s)
     return service
 
 
 def wait_direct_ports(registry: Any, config: ServeConfig, timeout_s: float) -> list[int]:
     """The direct-ingress ports the live replicas report (empty when direct ingress is off)."""
     import os
-
 
     if os.environ.get("RAY_SERVE_ENABLE_DIRECT_INGRESS") != "1":
         return []
