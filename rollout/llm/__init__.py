@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 
-from rollout.llm.client import CallRecord, ChatReply, LLMConfig, OpenAIChatClient, prompt_sha256
 from rollout.llm.errors import *  # noqa: F403  the typed errors, as errors.__all__ lists them
 from rollout.llm.errors import __all__ as _ERRORS
 from rollout.llm.prices import Price, PriceTable
+from rollout.llm.records import CallRecord, ChatReply, LLMConfig, prompt_sha256
+
+if TYPE_CHECKING:
+    from rollout.llm.client import OpenAIChatClient
 
 __all__ = [
     *_ERRORS,
@@ -44,3 +48,13 @@ def config_from_env(model: str | None = None, base_url: str | None = None, **ove
     if "max_concurrency" not in kwargs and env.get("HALO_LLM_MAX_CONCURRENCY"):
         kwargs["max_concurrency"] = int(env["HALO_LLM_MAX_CONCURRENCY"])
     return LLMConfig(base_url=url, model=name, **kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    # The HTTP client is imported on first use: `openai` costs about 2 CPU-seconds to import, and
+    # the simulated world (which imports this package for the budget) never needs it.
+    if name == "OpenAIChatClient":
+        from rollout.llm.client import OpenAIChatClient
+
+        return OpenAIChatClient
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,8 +27,8 @@ import time
 from dataclasses import dataclass, replace
 
 from rollout.agent_table import NATURAL_LANGUAGE_ID, NOOP_ID, NUM_AGENTS, agent_name
-from rollout.llm.client import CallLedger, CallRecord, ChatReply, prompt_sha256
 from rollout.llm.prices import PriceTable
+from rollout.llm.records import CallLedger, CallRecord, ChatReply, prompt_sha256
 from rollout.sim.faults import CATALOG
 from rollout.sim.world import GENERALIST_IDS, SimWorld, SimWorldMissing, current_world
 from rollout.state import EpisodeState
