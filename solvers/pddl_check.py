@@ -596,6 +596,10 @@ LENIENT_REQUIREMENTS = frozenset({":equality", ":negative-preconditions", ":typi
 _DOMAINS: collections.OrderedDict[str, _Checker | CheckError | None] = collections.OrderedDict()
 _DOMAINS_LOCK = threading.Lock()
 _DOMAIN_CACHE_SIZE = 64
+# Verdicts per (domain, problem): a refinement step plans and then validates the same pair, and a
+# rollout worker meets the same pair again in later steps; a verdict is a few hundred bytes.
+_PAIRS: collections.OrderedDict[tuple[str, str], CheckError | None] = collections.OrderedDict()
+_PAIR_CACHE_SIZE = 256
 
 
 def _domain_state(domain: str, deadline: float | None) -> _Checker | CheckError | None:
@@ -624,7 +628,21 @@ def _domain_state(domain: str, deadline: float | None) -> _Checker | CheckError 
 
 def check(domain: str, problem: str, deadline: float | None = None) -> CheckError | None:
     """The first definite error of the pair, or None (well-formed, or beyond this check).
-    Raises CheckTimeout when time.monotonic() passes `deadline`."""
+    Raises CheckTimeout when time.monotonic() passes `deadline` (a timeout is not remembered)."""
+    key = (domain, problem)
+    with _DOMAINS_LOCK:
+        if key in _PAIRS:
+            _PAIRS.move_to_end(key)
+            return _PAIRS[key]
+    verdict = _check_pair(domain, problem, deadline)
+    with _DOMAINS_LOCK:
+        _PAIRS[key] = verdict
+        while len(_PAIRS) > _PAIR_CACHE_SIZE:
+            _PAIRS.popitem(last=False)
+    return verdict
+
+
+def _check_pair(domain: str, problem: str, deadline: float | None) -> CheckError | None:
     gc_was_on = gc.isenabled()
     gc.disable()  # the parse makes many small objects and no cycles; collections only cost time
     try:
