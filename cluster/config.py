@@ -75,7 +75,7 @@ PORTS: dict[str, int] = {
     "dashboard": 8265,
     "client": 10001,
     "serve": 8000,
-    "serve-direct": 8100,  # the first direct-ingress port (RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT)
+    "serve-direct": 8100,  # the decision replicas' fast ingress (ServeConfig.fast_ingress_min/max_port)
     "metrics": 8080,
 }
 

@@ -28,6 +28,7 @@ from rollout.policy import Decision, Policy
 from rollout.rules import RulesFirst
 from rollout.state import EpisodeState, StateError, field_path
 from serve.config import ServeConfig
+from serve.fast_ingress import FastIngress
 from serve.guard import ActiveGuard, GuardMiddleware, GuardSettings
 from serve.metrics import ReplicaMetrics, merge, render
 from serve.model_source import ModelSourceError
@@ -202,6 +203,12 @@ class DecisionService:
         if self._model is None:
             raise RuntimeError(f"replica could not load the served model: {self._failed}")
         ActiveGuard.settings = self.guard
+        self._fast: FastIngress | None = None
+        if c.fast_ingress:
+            self._fast = FastIngress(api, host=c.host, port_range=(c.fast_ingress_min_port, c.fast_ingress_max_port),
+                                     max_in_flight=c.fast_ingress_max_in_flight, retry_after_s=c.retry_after_s,
+                                     timeout_keep_alive_s=c.keep_alive_timeout_s, route_prefix=c.route_prefix,
+                                     on_shed=lambda path: self._observe(path, 503, 0.0, "overloaded"))
         self._stop = threading.Event()
         self._sync_thread = threading.Thread(target=self._sync_loop, name="halo-model-sync", daemon=True)
         self._sync_thread.start()
@@ -245,7 +252,10 @@ class DecisionService:
                 "failed_revision": self._failed[2] if self._failed else 0, "direct_port": self._find_direct_port()}
 
     def _find_direct_port(self) -> int:
-        """The port of this replica's own HTTP server under Serve's direct ingress (0 when off)."""
+        """The port of this replica's own HTTP server: the fast ingress, else Serve's direct
+        ingress (0 when both are off)."""
+        if self._fast is not None:
+            return self._fast.port
         if not self._direct_port and os.environ.get("RAY_SERVE_ENABLE_DIRECT_INGRESS") == "1":
             lo = int(os.environ.get("RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT", "30000"))
             hi = int(os.environ.get("RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT", "31000"))
@@ -270,11 +280,16 @@ class DecisionService:
             raise RuntimeError("no model loaded")
         if not self._sync_thread.is_alive():
             raise RuntimeError("model sync thread stopped")
+        if self._fast is not None and not self._fast.alive:
+            raise RuntimeError("fast ingress server stopped")
 
     def __del__(self) -> None:
         stop = getattr(self, "_stop", None)
         if stop is not None:
             stop.set()
+        fast = getattr(self, "_fast", None)
+        if fast is not None:
+            fast.stop()
 
     # -- metrics ----------------------------------------------------------------------------------
 

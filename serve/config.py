@@ -92,6 +92,14 @@ class ServeConfig:
     # Serve's own logging. Per-request access logs cost ~1.6 ms p50 and ~15 ms p99 per request on
     # a 2-core node (measured with a no-op deployment); /metrics already counts every request.
     access_log: bool = False
+    # The fast tier's ingress (serve/fast_ingress.py): each replica also answers the same routes
+    # on its own uvicorn server, on a port of [fast_ingress_min_port, fast_ingress_max_port],
+    # without Serve's per-request machinery. Its port is what `direct_urls()` and the k8s Service
+    # halo-decide-direct point at; at most fast_ingress_max_in_flight requests at once (503 above).
+    fast_ingress: bool = True
+    fast_ingress_min_port: int = 33000
+    fast_ingress_max_port: int = 33999
+    fast_ingress_max_in_flight: int = 512
     log_level: str = "WARNING"
     # vLLM engine options (GPU runtime only).
     vllm: dict[str, Any] = field(default_factory=dict)
@@ -116,6 +124,10 @@ class ServeConfig:
                 raise ConfigError(f"{name}: a list of strings")
         if self.body_timeout_s <= 0 or self.keep_alive_timeout_s <= 0 or self.max_inflight_per_client < 1:
             raise ConfigError("body_timeout_s, keep_alive_timeout_s and max_inflight_per_client must be positive")
+        if not 0 < self.fast_ingress_min_port <= self.fast_ingress_max_port < 65536:
+            raise ConfigError("fast_ingress_min_port..fast_ingress_max_port: a range of TCP ports")
+        if self.fast_ingress_max_in_flight < 1:
+            raise ConfigError("fast_ingress_max_in_flight: must be at least 1")
         if self.rate_limit_rps < 0 or self.rate_limit_burst < 0:
             raise ConfigError("rate_limit_rps and rate_limit_burst must not be negative")
         self.key_ring()  # refuses short keys from every source

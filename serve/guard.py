@@ -20,7 +20,6 @@ import os
 import re
 import threading
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,10 +214,9 @@ class GuardMiddleware:
         t0 = time.perf_counter()
         path = _route_path(scope)
         headers = dict(scope.get("headers") or [])
-        # Serve's own middleware sets X-Request-ID (from the client's header, else a new one) and
-        # echoes it in the answer; the guard adds it only where no such middleware ran.
-        echo = b"x-request-id" not in headers
-        request_id = _header_text(headers.get(b"x-request-id"), _REQUEST_ID) or uuid.uuid4().hex
+        # Serve's own middleware (proxy and direct ingress) sets X-Request-ID and echoes it in the
+        # answer; the fast ingress has none, so the guard adds it to any answer that lacks it.
+        request_id = _header_text(headers.get(b"x-request-id"), _REQUEST_ID) or os.urandom(16).hex()
         trace = _header_text(headers.get(b"traceparent"), _TRACEPARENT)
         state = scope.setdefault("state", {})
         state["request_id"], state["traceparent"] = request_id, trace
@@ -229,9 +227,9 @@ class GuardMiddleware:
             nonlocal status, started
             if message["type"] == "http.response.start":
                 status, started = message["status"], True
-                if echo:
-                    message = {**message, "headers": [*message.get("headers", []),
-                                                      (b"x-request-id", request_id.encode())]}
+                out_headers = message.get("headers", [])
+                if not any(name.lower() == b"x-request-id" for name, _ in out_headers):
+                    message = {**message, "headers": [*out_headers, (b"x-request-id", request_id.encode())]}
             try:
                 await send(message)
             except OSError as exc:  # the client closed the connection under us

@@ -114,7 +114,7 @@ def wait_direct_ports(registry: Any, config: ServeConfig, timeout_s: float) -> l
     """The direct-ingress ports the live replicas report (empty when direct ingress is off)."""
     import os
 
-    if os.environ.get("RAY_SERVE_ENABLE_DIRECT_INGRESS") != "1":
+    if not config.fast_ingress and os.environ.get("RAY_SERVE_ENABLE_DIRECT_INGRESS") != "1":
         return []
     want = config.num_replicas if not config.autoscaling_config else 1
     deadline = time.monotonic() + timeout_s

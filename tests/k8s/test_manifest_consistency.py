@@ -316,3 +316,19 @@ def test_prod_jobs_see_the_volumes_their_paths_live_on() -> None:
     entry = find(objects, "RayJob", "halo-train")["spec"]["entrypoint"]
     for path in re.findall(r"(?<![\w/$\"])(/[\w./-]+)", entry):  # absolute paths, not URL parts
         assert path.startswith(("/models/", "/home/halo/work/")), f"{path} is on no shared volume"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_direct_service_fronts_the_replicas_fast_ingress_port(overlay: str) -> None:
+    from serve.config import ServeConfig
+
+    objects = render(overlay)
+    config = ServeConfig.from_dict(serve_config(find(objects, "RayService", "halo-decide"))["applications"][0]["args"])
+    port = cfg.PORTS["serve-direct"]
+    assert config.fast_ingress and config.fast_ingress_min_port == config.fast_ingress_max_port == port
+    direct = find(objects, "Service", "halo-decide-direct")
+    assert [p["targetPort"] for p in direct["spec"]["ports"]] == [cfg.PORTS["serve-direct"]]
+    env = find(objects, "ConfigMap", "halo-config")["data"]
+    serve_range = range(int(env["RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT"]),
+                        int(env["RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT"]) + 1)
+    assert cfg.PORTS["serve-direct"] not in serve_range, "Serve's direct ingress would take the fast ingress's port"
