@@ -28,6 +28,7 @@ from typing import Any
 import uvicorn
 
 log = logging.getLogger("halo.serve")
+FAST_INGRESS_THREAD = "halo-fast-ingress"
 
 
 class FastIngressError(RuntimeError):
@@ -110,7 +111,7 @@ class FastIngress:
                                 http="httptools", lifespan="off", access_log=False, log_level="warning",
                                 timeout_keep_alive=max(1, int(timeout_keep_alive_s)), server_header=False)
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._run, name="halo-fast-ingress", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=FAST_INGRESS_THREAD, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:

@@ -49,7 +49,7 @@ class Cluster:
 
     @property
     def direct_url(self) -> str:
-        """One `main` replica's own HTTP server (Serve direct ingress): no proxy hop."""
+        """One `main` replica's own HTTP server (its fast ingress): no proxy hop."""
         return self.main.direct_url  # type: ignore[attr-defined]
 
 

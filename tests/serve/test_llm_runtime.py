@@ -4,6 +4,8 @@ restricted to the label tokens (emulated here on the CPU model's logits), engine
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 from llm_artifact import make_llm_artifact
@@ -42,6 +44,19 @@ def test_llm_policy_served_on_cpu_matches_in_process(cluster, llm_dir):
         assert body["decided_by"] == ("rule" if want.decided_by == "rule" else "model")
     batch = httpx.post(f"{url}/v1/decide/batch", json={"states": [s.to_dict() for s in states]}, timeout=60).json()
     assert [d["agent_id"] for d in batch["decisions"]] == [local.decide(s).agent_id for s in states]
+    # The fast ingress batches the model's decisions on its own loop: both paths at once agree.
+    direct = cluster.tight.direct_url
+
+    async def both() -> list[tuple[int, int]]:
+        async with httpx.AsyncClient(timeout=60) as client:
+            async def pair(state):
+                a, b = await asyncio.gather(client.post(f"{url}/v1/decide", json=state.to_dict()),
+                                            client.post(f"{direct}/v1/decide", json=state.to_dict()))
+                return a.json()["agent_id"], b.json()["agent_id"]
+            return [await pair(s) for s in states]  # one request on each path at a time: "tight" sheds more
+
+    assert direct and direct != url
+    assert asyncio.run(both()) == [(local.decide(s).agent_id,) * 2 for s in states]
     r = httpx.post(f"{url}/v1/admin/rollback", timeout=60)
     assert r.status_code == 200 and r.json()["target"]["version"] == "v1"
     assert httpx.get(f"{url}/readyz", timeout=30).json()["version"] == "v1"
