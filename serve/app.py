@@ -27,6 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from rollout.policy import Decision, Policy
 from rollout.rules import RulesFirst
 from rollout.state import EpisodeState, StateError, field_path
+from serve.autoscaling import FAST_IN_FLIGHT, POLICY_FUNCTION
 from serve.config import ServeConfig
 from serve.fast_ingress import FAST_INGRESS_THREAD, FastIngress
 from serve.guard import ActiveGuard, GuardMiddleware, GuardSettings
@@ -282,6 +283,10 @@ class DecisionService:
             except Exception as exc:  # the registry restarting must not kill the replica
                 log.warning("replica %s: model sync failed: %s", self.replica_id, exc)
 
+    def record_autoscaling_stats(self) -> dict[str, float]:
+        """Called by Serve for its autoscaler: the requests Serve does not route itself."""
+        return {FAST_IN_FLIGHT: float(self._fast.in_flight if self._fast is not None else 0)}
+
     def check_health(self) -> None:
         if self._model is None:
             raise RuntimeError("no model loaded")
@@ -469,7 +474,9 @@ def build_app(config: ServeConfig) -> Any:
         "health_check_timeout_s": 30.0,
     }
     if config.autoscaling_config:
-        options["autoscaling_config"] = config.autoscaling_config
+        options["autoscaling_config"] = dict(config.autoscaling_config)
+        if config.fast_ingress:  # Serve's default policy would not see the fast ingress's requests
+            options["autoscaling_config"].setdefault("policy", {"policy_function": POLICY_FUNCTION})
     else:
         options["num_replicas"] = config.num_replicas
     return DecisionService.options(**options).bind(config.to_dict())

@@ -61,44 +61,46 @@ def _json_answer(status: int, body: dict[str, Any], extra: list[tuple[bytes, byt
                                                                                      "body": data}
 
 
-def mounted(app: Any, prefix: str, max_in_flight: int, retry_after_s: float = 1.0,
-            on_shed: Callable[[str], None] | None = None) -> Any:
+class Mounted:
     """The app as this server runs it: mounted at the application's route prefix as Serve mounts
     it (the routes see the path below the prefix through `root_path`; a path outside it is 404),
     and with at most `max_in_flight` requests at once (503 + Retry-After above, in the API's
-    error shape: uvicorn's own limit answers text/plain)."""
-    prefix = "/" + prefix.strip("/")
-    not_found = _json_answer(404, {"error": "not_found", "field": None, "detail": "Not Found"})
-    busy = _json_answer(503, {"error": "overloaded", "field": None,
-                              "detail": f"more than {max_in_flight} requests in flight on this replica; retry"},
-                        [(b"retry-after", str(max(1, round(retry_after_s))).encode()), (b"connection", b"close")])
-    in_flight = 0
+    error shape: uvicorn's own limit answers text/plain). `in_flight` is what the replica reports
+    to Serve's autoscaler (serve/autoscaling.py)."""
 
-    async def serve_one(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        nonlocal in_flight
+    def __init__(self, app: Any, prefix: str, max_in_flight: int, retry_after_s: float = 1.0,
+                 on_shed: Callable[[str], None] | None = None) -> None:
+        self.app, self.prefix, self.max_in_flight, self.on_shed = app, "/" + prefix.strip("/"), max_in_flight, on_shed
+        self.in_flight = 0
+        self._not_found = _json_answer(404, {"error": "not_found", "field": None, "detail": "Not Found"})
+        detail = f"more than {max_in_flight} requests in flight on this replica; retry"
+        self._busy = _json_answer(503, {"error": "overloaded", "field": None, "detail": detail},
+                                  [(b"retry-after", str(max(1, round(retry_after_s))).encode()),
+                                   (b"connection", b"close")])
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
-            await app(scope, receive, send)
+            await self.app(scope, receive, send)
             return
+        prefix = self.prefix
         if prefix != "/":
             path = scope.get("path", "")
             if path != prefix and not path.startswith(prefix + "/"):
-                await send(not_found[0])
-                await send(not_found[1])
+                await send(self._not_found[0])
+                await send(self._not_found[1])
                 return
             scope = {**scope, "root_path": scope.get("root_path", "") + prefix}
-        if in_flight >= max_in_flight:
-            if on_shed is not None:
-                on_shed(scope.get("path", ""))
-            await send(busy[0])
-            await send(busy[1])
+        if self.in_flight >= self.max_in_flight:
+            if self.on_shed is not None:
+                self.on_shed(scope.get("path", ""))
+            await send(self._busy[0])
+            await send(self._busy[1])
             return
-        in_flight += 1
+        self.in_flight += 1
         try:
-            await app(scope, receive, send)
+            await self.app(scope, receive, send)
         finally:
-            in_flight -= 1
-
-    return serve_one
+            self.in_flight -= 1
 
 
 class FastIngress:
@@ -107,7 +109,8 @@ class FastIngress:
                  on_shed: Callable[[str], None] | None = None) -> None:
         self._sock = bind_in_range(host, *port_range)
         self.host, self.port = host, self._sock.getsockname()[1]
-        config = uvicorn.Config(mounted(app, route_prefix, max_in_flight, retry_after_s, on_shed), loop="uvloop",
+        self.app = Mounted(app, route_prefix, max_in_flight, retry_after_s, on_shed)
+        config = uvicorn.Config(self.app, loop="uvloop",
                                 http="httptools", lifespan="off", access_log=False, log_level="warning",
                                 timeout_keep_alive=max(1, int(timeout_keep_alive_s)), server_header=False)
         self._server = uvicorn.Server(config)
@@ -119,6 +122,10 @@ class FastIngress:
             self._server.run(sockets=[self._sock])
         except Exception:  # the replica's health check reports the dead thread
             log.exception("fast ingress on port %d stopped", self.port)
+
+    @property
+    def in_flight(self) -> int:
+        return self.app.in_flight
 
     @property
     def alive(self) -> bool:

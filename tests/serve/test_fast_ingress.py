@@ -11,7 +11,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from serve.fast_ingress import FastIngressError, bind_in_range, mounted
+from serve.fast_ingress import FastIngressError, Mounted, bind_in_range
 
 
 def _app(gate: asyncio.Event | None = None) -> FastAPI:
@@ -32,13 +32,13 @@ async def _get(app, *paths: str) -> list[httpx.Response]:
 
 
 def test_routes_are_served_below_the_route_prefix_and_nothing_outside_it():
-    ok, outside, lookalike = asyncio.run(_get(mounted(_app(), "/decide", 8), "/decide/readyz", "/readyz",
+    ok, outside, lookalike = asyncio.run(_get(Mounted(_app(), "/decide", 8), "/decide/readyz", "/readyz",
                                               "/decidex/readyz"))
     assert ok.status_code == 200 and ok.json() == {"ready": True}
     for r in (outside, lookalike):
         assert r.status_code == 404
         assert r.json() == {"error": "not_found", "field": None, "detail": "Not Found"}
-    (plain,) = asyncio.run(_get(mounted(_app(), "/", 8), "/readyz"))
+    (plain,) = asyncio.run(_get(Mounted(_app(), "/", 8), "/readyz"))
     assert plain.status_code == 200
 
 
@@ -47,13 +47,16 @@ def test_requests_past_the_in_flight_cap_get_503_in_the_error_shape_and_are_coun
 
     async def run() -> list[httpx.Response]:
         gate = asyncio.Event()
-        app = mounted(_app(gate), "/", 2, retry_after_s=3, on_shed=shed.append)
+        app = Mounted(_app(gate), "/", 2, retry_after_s=3, on_shed=shed.append)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://replica") as client:
             held = [asyncio.create_task(client.get("/readyz")) for _ in range(2)]
             await asyncio.sleep(0.05)  # both are inside the app, waiting on the gate
+            assert app.in_flight == 2  # what the replica reports to the autoscaler
             extra = await client.get("/readyz")
             gate.set()
-            return [extra, *await asyncio.gather(*held)]
+            answers = [extra, *await asyncio.gather(*held)]
+            assert app.in_flight == 0
+            return answers
 
     extra, *held = asyncio.run(run())
     assert extra.status_code == 503
