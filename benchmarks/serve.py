@@ -199,14 +199,6 @@ def start_floor(port: int) -> subprocess.Popen[bytes]:
     raise RuntimeError("the floor server did not start")
 
 
-def _accepts(host: str, port: int) -> bool:
-    try:
-        socket.create_connection((host, port), timeout=0.2).close()
-        return True
-    except OSError:
-        return False
-
-
 def direct_port_of(app_prefix: str, lo: int, hi: int) -> int:
     """The direct-ingress port whose replica serves `app_prefix` (each answers /-/routes)."""
     for port in range(lo, hi + 1):
@@ -247,7 +239,7 @@ def main() -> int:
     from ray import serve
 
     from serve.config import ServeConfig
-    from serve.launcher import start_service
+    from serve.launcher import accepts_connection, start_service
     from train.fast_policy import train_fast_policy
 
     work = Path(tempfile.mkdtemp(prefix="halo-bench-serve-"))
@@ -269,7 +261,7 @@ def main() -> int:
         d = svc.direct_ports[0]
         h = "127.0.0.1"
         # The decision replicas' own Serve direct-ingress ports (Serve's per-request path, for comparison)
-        serve_direct = [q for q in range(lo, hi + 1) if q != noop_direct and _accepts(h, q)]
+        serve_direct = [q for q in range(lo, hi + 1) if q != noop_direct and accepts_connection(h, q)]
 
         def model_body(i: int) -> dict[str, Any]:
             return model_state(i).to_dict()

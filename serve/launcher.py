@@ -52,7 +52,7 @@ class RunningService:
         with contextlib.suppress(Exception):
             # a killed replica stays "alive" in the registry until its reports go stale (~5 s):
             # keep the ports that accept a connection now
-            live = [p for p in live_direct_ports(self.registry) if _accepts(self.host, p)]
+            live = [p for p in live_direct_ports(self.registry) if accepts_connection(self.host, p)]
             if live:
                 self.direct_ports = live
         return self.direct_ports
@@ -127,7 +127,7 @@ def wait_direct_ports(registry: Any, config: ServeConfig, timeout_s: float) -> l
     return ports
 
 
-def _accepts(host: str, port: int) -> bool:
+def accepts_connection(host: str, port: int) -> bool:
     import socket
 
     try:
