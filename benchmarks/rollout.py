@@ -2,7 +2,8 @@
 
     python benchmarks/rollout.py [--episodes 480] [--tasks planbench:all] [--store-rows 100000] [--dashboard]
                                  [--repeats 2]
-    python benchmarks/rollout.py --llm-bound | --budget | --in-flight 5000 [--quick]   (rollout_regimes.py)
+    python benchmarks/rollout.py --llm-bound | --budget | --in-flight 5000 | --students 1000 [--quick]
+                                 (rollout_regimes.py)
 
 Jobs run in the order 1, 2, 2, 1 workers (--repeats 1: 1, 2), so a drift in the machine's speed
 during the run weighs on both sides alike; figures 1 and 2 are over all jobs of a kind.
@@ -133,7 +134,7 @@ def main() -> None:
     if args.store_only:
         _store_only(args)
         return
-    if args.llm_bound or args.budget or args.in_flight:
+    if args.llm_bound or args.budget or args.in_flight or args.students:
         sys.exit(0 if regimes.run(args) else 1)
 
     work = Path(tempfile.mkdtemp(prefix="halo-bench-"))

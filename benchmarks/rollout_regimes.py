@@ -3,6 +3,7 @@
     python benchmarks/rollout.py --llm-bound [--llm-episodes 4000] [--quick]
     python benchmarks/rollout.py --budget [--budget-rpm 1200] [--budget-s 90] [--quick]
     python benchmarks/rollout.py --in-flight 5000 [--in-flight-latency-ms 60000] [--quick]
+    python benchmarks/rollout.py --students 1000 [--in-flight-latency-ms 20000] [--quick]
 
 A. llm-bound  episodes/s with real-time simulated latency (median 2.5 s, sigma 0.5, no budget) vs
               the CPU-bound default job, same tasks, same 2 workers on 2 CPUs (target >= 0.9x)
@@ -14,6 +15,9 @@ C. in-flight  one worker holding N episodes in flight (a long simulated latency)
               per in-flight episode (target <= 100 KB) and driver CPU per dispatched episode at 100
               and at N in flight (must not grow with N). The job is stopped with SIGINT once all N
               have been in flight for a while (a long job would only repeat the same state).
+D. students  one worker holding N episodes whose decisions go over HTTP to the served fast policy
+              (`rules+student:URL`): all N in flight, the worker's open connections to the
+              service at most the client's pool (64), model decisions answered
 All outputs are simulated-world figures (llm_backend=sim).
 """
 
@@ -184,8 +188,10 @@ def budget(args: argparse.Namespace) -> bool:
 
 # ---- C ------------------------------------------------------------------------------------------
 
-def _hold(n: int, latency_ms: float, tasks: str, hold_s: float) -> dict[str, float]:
-    """One worker, a window of n, n episodes; SIGINT once all n have been in flight for hold_s."""
+def _hold(n: int, latency_ms: float, tasks: str, hold_s: float, *, policy: str = "rules+scripted",
+          server_port: int = 0, cluster: bool = True) -> dict[str, float]:
+    """One worker, a window of n, n episodes; SIGINT once all n have been in flight for hold_s.
+    With `server_port`, also the peak of the worker's open connections to that port."""
     import psutil
 
     from cluster.ray_cluster import shutdown
@@ -207,6 +213,10 @@ def _hold(n: int, latency_ms: float, tasks: str, hold_s: float) -> dict[str, flo
             held = int(job.slots[0].status.get("in_flight", 0))
             out["peak_in_flight"] = max(out.get("peak_in_flight", 0), held)
             out["peak_rss"] = max(out.get("peak_rss", 0), worker.memory_info().rss)
+            if server_port:
+                conns = [c for c in worker.net_connections(kind="tcp")
+                         if c.raddr and c.raddr.port == server_port and c.status == psutil.CONN_ESTABLISHED]
+                out["peak_connections"] = max(out.get("peak_connections", 0), len(conns))
             if held >= n and full_since is None:
                 full_since = time.monotonic()
                 out["fill_s"] = full_since - t0
@@ -217,16 +227,67 @@ def _hold(n: int, latency_ms: float, tasks: str, hold_s: float) -> dict[str, flo
                 return
 
     work = tempfile.mkdtemp(prefix="halo-bench-inflight-")
-    handle = _cluster(1)
+    handle = _cluster(1) if cluster else None
     try:
         config = RolloutConfig(store_url=work, tasks=tasks, episodes=n, replicas=1, progress=False, max_steps=2,
-                               llm=f"sim:realtime=1,latency_ms={latency_ms:g},latency_sigma=0",
+                               llm=f"sim:realtime=1,latency_ms={latency_ms:g},latency_sigma=0", policy=policy,
                                initial_window=n, max_window=n, backup_tail=False, run_id=f"bench-hold-{n}")
         with contextlib.suppress(KeyboardInterrupt):
             _run(config, sample)
     finally:
-        shutdown(handle)
+        if handle is not None:
+            shutdown(handle)
     return out
+
+
+# ---- D ------------------------------------------------------------------------------------------
+
+def students(args: argparse.Namespace) -> bool:
+    """N student episodes in flight in one worker, deciding through the served fast policy over
+    HTTP (`rules+student:URL`, the replica's fast ingress): peak in flight, the worker's open
+    connections to the service (the bounded pool), model decisions answered."""
+    import importlib.util
+
+    import httpx
+
+    from cluster.ray_cluster import shutdown
+    from serve.config import ServeConfig
+    from serve.launcher import start_service, stop_service
+    from train.fast_policy import train_fast_policy
+
+    spec = importlib.util.spec_from_file_location("bench_serve", ROOT / "benchmarks" / "serve.py")
+    bench_serve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_serve)  # type: ignore[union-attr]
+    n, pool = args.students, 64
+    latency = args.in_flight_latency_ms or (10_000 if args.quick else 20_000)
+    # Held past one simulated call, so the calls that all started together end together and the
+    # episodes' next decisions arrive as one burst (the pool's worst case).
+    hold_s = latency / 1000 * 1.5
+    model = Path(tempfile.mkdtemp(prefix="halo-bench-students-")) / "fast"
+    train_fast_policy(bench_serve.training_episodes(), model, name="bench-students")
+    handle = _cluster(2)
+    try:
+        svc = start_service(ServeConfig(model=str(model), port=bench_serve.free_port(), app_name="students",
+                                        replica_num_cpus=0, registry_name="reg-students",
+                                        max_inflight_per_client=pool))
+        port = svc.direct_ports[0]
+        r = _hold(n, latency, args.tasks, hold_s, policy=f"rules+student:http://127.0.0.1:{port}",
+                  server_port=port, cluster=False)
+        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
+        stop_service(svc)
+    finally:
+        shutdown(handle)
+    peak, conns = int(r.get("peak_in_flight", 0)), int(r.get("peak_connections", 0))
+    decided = {by: sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                       if line.startswith("halo_serve_decisions_total{") and f'decided_by="{by}"' in line)
+               for by in ("model", "rule")}
+    print(f"# D. students: one worker, {n} episodes deciding through the served fast policy "
+          f"(rules+student:URL on the fast ingress), simulated latency {latency / 1000:.0f} s per call")
+    print(f"   peak in flight {peak}; the worker's open connections to the service: peak {conns} (pool {pool}); "
+          f"the service answered {decided['model']:.0f} model and {decided['rule']:.0f} rule decisions")
+    ok = peak >= n and 0 < conns <= pool and decided["model"] > 0
+    print(f"D. {n} students in flight with a bounded pool: {'PASS' if ok else 'FAIL'}")
+    return ok
 
 
 def in_flight(args: argparse.Namespace) -> bool:
@@ -271,6 +332,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--budget-s", type=float, default=90.0, help="B: about how long the budget is kept busy")
     g.add_argument("--in-flight", type=int, default=0, metavar="N", help="C: hold N episodes in one worker")
     g.add_argument("--in-flight-latency-ms", type=float, default=None)
+    g.add_argument("--students", type=int, default=0, metavar="N",
+                   help="D: hold N student episodes (rules+student:URL against the served policy) in one worker")
     g.add_argument("--quick", action="store_true", help="smaller runs (a few minutes)")
 
 
@@ -283,4 +346,6 @@ def run(args: argparse.Namespace) -> bool:
         ok &= budget(args)
     if args.in_flight:
         ok &= in_flight(args)
+    if args.students:
+        ok &= students(args)
     return ok
