@@ -98,6 +98,11 @@ def show(ctx: typer.Context, run_id: str = typer.Argument(..., help="run ID (see
          store: str = typer.Option(None, "--store", help="store URL"),
          by: str = typer.Option(None, "--by", help="split rows by domain, level, family (comma list)")) -> None:
     """Print the report table of one run (oracle/validator success, steps, LLM calls, cost)."""
+    show_stored_run(run_id, store or ctx.obj, by)
+
+
+def show_stored_run(run_id: str, store: str | None, by: str | None) -> None:
+    """`halo runs show` and `halo report --run`: a clear exit 2 for a bad run ID, grouping or run."""
     from rollout.report import parse_group_by
     from rollout.store import check_run_id
 
@@ -107,7 +112,7 @@ def show(ctx: typer.Context, run_id: str = typer.Argument(..., help="run ID (see
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    the_store = _store(store or ctx.obj)
+    the_store = _store(store)
     if the_store.read_run_meta(run_id) is None and not the_store.episode_ids(run_id):
         known = ", ".join(r.run_id for r in the_store.list_runs()) or "none"
         typer.echo(f"error: no run {run_id!r} in {the_store.url} (runs: {known})", err=True)
