@@ -118,7 +118,8 @@ def load_genset(spec: str) -> list:
                 domains[r["domain_file"]] = _read(root, r["domain_file"])
             tasks.append(Task(
                 task_id=r["task_id"], family="generated", domain_name=r["domain"],
-                description=_read(root, r["description_file"]).strip(), target_planner="fd",
+                description=_read(root, r["description_file"]).strip(),
+                target_planner=r.get("target_planner") or "fd",
                 scoring="gold_pddl", gold_domain=domains[r["domain_file"]],
                 gold_problem=_read(root, r["problem_file"]), gold_plan=_read(root, r["plan_file"])))
         except OSError as exc:
