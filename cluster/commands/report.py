@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
         if run is not None:
             from cluster.commands.runs import show_stored_run
 
-            show_stored_run(run, store, by)
+            show_stored_run(run, store, by, markdown=markdown)
             return
         import asyncio
         import time
