@@ -78,7 +78,7 @@ def recheck(folder: Path, domains: list[str] | None) -> tuple[list[dict], dict]:
     out, failures = [], []
     for task in load_tasks(spec):
         t0 = time.perf_counter()
-        result = solvers.plan(task.gold_domain, task.gold_problem, limits=LIMITS)
+        result = solvers.plan(task.gold_domain, task.gold_problem, planner=task.target_planner, limits=LIMITS)
         solve_s = time.perf_counter() - t0
         fresh_ok = result.ok and result.plan is not None and solvers.validate(
             task.gold_domain, task.gold_problem, solvers.plan_to_text(result.plan), limits=LIMITS).valid

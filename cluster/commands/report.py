@@ -19,8 +19,18 @@ def register(app: typer.Typer) -> None:
         markdown: bool = typer.Option(False, "--markdown", help="print a Markdown table"),
         by: str = typer.Option(None, "--by", help="also split each policy's row by domain, level, family "
                                                   "(comma list; level: generated sets' difficulty)"),
+        run: str = typer.Option(None, "--run", help="report a run already in the trajectory store "
+                                                    "(see `halo runs`) instead of running episodes"),
+        store: str = typer.Option(None, "--store", help="store URL for --run (default: $HALO_STORE_URL "
+                                                        "or ./halo-data)"),
     ) -> None:
-        """Run every policy on the same tasks and seeds; print the comparison table."""
+        """Run every policy on the same tasks and seeds; print the comparison table (or, with
+        --run, the table of a stored run)."""
+        if run is not None:
+            from cluster.commands.runs import show_stored_run
+
+            show_stored_run(run, store, by, markdown=markdown)
+            return
         import asyncio
         import time
 

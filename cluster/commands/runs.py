@@ -23,9 +23,9 @@ def _store(url: str | None):  # noqa: ANN202  (TrajectoryStore; imported lazily)
     return TrajectoryStore(url or Settings.from_env().store_url)
 
 
-def print_run_report(store, run_id: str, by: tuple[str, ...] = ()) -> bool:  # noqa: ANN001
+def print_run_report(store, run_id: str, by: tuple[str, ...] = (), *, markdown: bool = False) -> bool:  # noqa: ANN001
     """The refinement-loop report for one run (rollout.report), split by `by` (e.g. domain, level)
-    when given; False when the run has no episodes."""
+    when given, as a Markdown table with `markdown`; False when the run has no episodes."""
     from rich.table import Table
 
     from rollout.report import HEADERS, summarize, summary_row
@@ -43,7 +43,15 @@ def print_run_report(store, run_id: str, by: tuple[str, ...] = ()) -> bool:  # n
     title = f"run {run_id}"
     if backends == {"sim"}:
         title += "  SIMULATED agent world (llm_backend=sim) - not real-LLM results"
-    if by:
+    if markdown:
+        from rollout.report import format_grouped, format_markdown, summarize_by
+
+        typer.echo(title)  # plain echo: a console would wrap the long Markdown rows
+        if by:
+            typer.echo(format_grouped(summarize_by(episodes, by), by, markdown=True))
+        else:
+            typer.echo(format_markdown([summarize(p, r) for p, r in sorted(by_policy.items())]))
+    elif by:
         from rollout.report import summarize_by
 
         cols = [k for k in by if k != "policy"]
@@ -54,7 +62,8 @@ def print_run_report(store, run_id: str, by: tuple[str, ...] = ()) -> bool:  # n
         table = Table(*HEADERS, title=title, title_justify="left")
         for policy, records in sorted(by_policy.items()):
             table.add_row(*summary_row(summarize(policy, records)))
-    console.print(table)
+    if not markdown:
+        console.print(table)
     if meta is not None:
         line = f"status {meta.status}: {len(episodes)}/{meta.episodes_requested} episodes committed"
         if meta.config.get("tasks"):
@@ -98,6 +107,11 @@ def show(ctx: typer.Context, run_id: str = typer.Argument(..., help="run ID (see
          store: str = typer.Option(None, "--store", help="store URL"),
          by: str = typer.Option(None, "--by", help="split rows by domain, level, family (comma list)")) -> None:
     """Print the report table of one run (oracle/validator success, steps, LLM calls, cost)."""
+    show_stored_run(run_id, store or ctx.obj, by)
+
+
+def show_stored_run(run_id: str, store: str | None, by: str | None, *, markdown: bool = False) -> None:
+    """`halo runs show` and `halo report --run`: a clear exit 2 for a bad run ID, grouping or run."""
     from rollout.report import parse_group_by
     from rollout.store import check_run_id
 
@@ -107,12 +121,12 @@ def show(ctx: typer.Context, run_id: str = typer.Argument(..., help="run ID (see
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    the_store = _store(store or ctx.obj)
+    the_store = _store(store)
     if the_store.read_run_meta(run_id) is None and not the_store.episode_ids(run_id):
         known = ", ".join(r.run_id for r in the_store.list_runs()) or "none"
         typer.echo(f"error: no run {run_id!r} in {the_store.url} (runs: {known})", err=True)
         raise typer.Exit(2)
-    print_run_report(the_store, run_id, group_by)
+    print_run_report(the_store, run_id, group_by, markdown=markdown)
 
 
 def register(app: typer.Typer) -> None:

@@ -22,6 +22,7 @@ from rollout.pddl.printer import to_text
 from rollout.pddl.sections import section, sections, shuffle_init, typed_list
 from rollout.pddl.sexpr import SExprError, parse, parse_shared
 from rollout.sim.faults import CATALOG, PDDL_FAULTS, PLAN_FAULTS, Fault, corrupt_plan, render
+from rollout.sim.size import size_excess, task_size
 from rollout.state import EpisodeState
 from rollout.tasks.base import Task
 
@@ -54,6 +55,14 @@ class SimConfig:
     no_draft_plan_prob: float = 0.25  # the draft has PDDL only; the loop calls the planner first
     rename_prob: float = 0.25  # the draft renames actions/objects (the oracle maps them back)
     hint_bonus: float = 0.15  # agent 3's solution outline raises the next repair's odds
+    # Size-aware drafting: a task larger than size_reference (rollout.sim.size.task_size: the
+    # geometric mean of objects, goal atoms and gold-plan steps) gets a draft with more faults and
+    # repairs that succeed less often, both growing with x = ln(size / size_reference). At or
+    # below the reference the world is exactly the size-blind one (same draws). 10 keeps 311 of
+    # the 320 bundled tasks at or below it (the others by at most 7%, but for 2 childsnack tasks).
+    size_reference: float = 10.0
+    size_extra_faults: float = 1.5  # mean extra PDDL faults per draft per unit of x (Poisson)
+    size_repair_decay: float = 0.25  # every repair probability is multiplied by exp(-decay * x)
     latency_median_ms: float = 2500.0
     latency_sigma: float = 0.5
     latency_scale: float = 0.001  # real sleep = simulated latency x this (0: no sleeping)
@@ -87,6 +96,8 @@ class SimWorld:
         # shared with every episode of the task: faults edit copies (see faults.render)
         self.gold_domain = parse_shared(task.gold_domain)
         self.gold_problem = parse_shared(task.gold_problem)
+        self.size = task_size(self.gold_problem, task.gold_plan)
+        self.size_excess = size_excess(self.size, self.config.size_reference)
         self.faults: list[Fault] = []
         self.rename: dict[str, str] = {}
         self.hint = False
@@ -99,6 +110,8 @@ class SimWorld:
 
     def _sample_faults(self, weights: tuple[float, ...]) -> list[Fault]:
         n = self.rng.choices(range(len(weights)), weights=weights)[0]
+        if self.size_excess > 0 and self.config.size_extra_faults > 0:
+            n += _poisson(self.rng, self.config.size_extra_faults * self.size_excess)
         out: list[Fault] = []
         kinds = list(PDDL_FAULTS)
         while kinds and len(out) < n:
@@ -226,7 +239,10 @@ class SimWorld:
                 prob = cfg.secondary_repair_prob
             else:
                 continue
-            candidates.append((fault, min(1.0, prob + bonus)))
+            prob = min(1.0, prob + bonus)
+            if self.size_excess > 0:
+                prob *= math.exp(-cfg.size_repair_decay * self.size_excess)
+            candidates.append((fault, prob))
         if not candidates:
             return None
         # the fault the solvers report first (catalog order: syntax, domain, problem) is fixed first
@@ -313,6 +329,15 @@ def _reserved_names(domain: list) -> set[str]:
     consts = section(domain, ":constants")
     out.update(c.lower() for c, _ in typed_list((consts or [])[1:]))
     return out
+
+
+def _poisson(rng: random.Random, mean: float) -> int:
+    """A Poisson draw (Knuth's product of uniforms; the means here are a few units)."""
+    limit, k, product = math.exp(-mean), 0, rng.random()
+    while product > limit:
+        k += 1
+        product *= rng.random()
+    return k
 
 
 def _reorder_init(problem_text: str, rng: random.Random) -> str:

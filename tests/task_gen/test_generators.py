@@ -101,6 +101,7 @@ def test_a_renamed_copy_in_a_set_is_detected_as_a_duplicate(tmp_path: Path) -> N
     ("blocksworld", "blocks=many", r"expected an integer"),
     ("logistics", "cities=1,locations=1", r"needs at least 2 locations"),
     ("hanoi", "discs=1", r"only \d+ distinct solvable tasks"),
+    ("satellite", "directions=2,modes=1,images=5", r"5 images asked for, .* allow only 2"),
 ])
 def test_an_impossible_size_is_a_clear_error_and_writes_no_task(tmp_path: Path, domain: str, size: str,
                                                                 message: str) -> None:
@@ -132,7 +133,8 @@ def test_unsolvable_instances_are_never_emitted_as_gold(tmp_path: Path) -> None:
 
 def test_nothing_is_gold_when_the_planner_limit_is_too_short(tmp_path: Path) -> None:
     with pytest.raises(GeneratorError, match=r"only 0 distinct solvable tasks .*rejected \{'timeout'"):
-        _gen(tmp_path / "s", (("depots", "extreme"),), count=1, timeout_s=0.02)
+        # 1 ms: a warm sandbox worker solved the smallest extreme depots draw within 20 ms once in a while
+        _gen(tmp_path / "s", (("depots", "extreme"),), count=1, timeout_s=0.001)
     assert not (tmp_path / "s" / "index.parquet").exists()
 
 
@@ -176,6 +178,18 @@ def test_a_planbench_data_directory_loads_and_its_plans_pass_the_oracle() -> Non
         load_tasks("planbench-dir:/nonexistent")
     with pytest.raises(TaskSpecError, match="unknown PlanBench domain"):
         load_tasks(f"planbench-dir:{FIXTURE}:sokoban")
+
+
+def test_a_temporal_generator_takes_its_gold_plan_from_the_temporal_planner(tmp_path: Path) -> None:
+    _gen(tmp_path / "s", (("satellite", "easy"), ("satellite", "hard")), count=2)
+    rows = _rows(tmp_path / "s")
+    assert {(r["target_planner"], r["planner"]) for r in rows} == {("temporal", solvers.temporal_planner())}
+    tasks = load_tasks(f"gen:{tmp_path / 's'}")
+    assert len(tasks) == 4 and {t.target_planner for t in tasks} == {"temporal"}
+    for t in tasks:
+        assert re.match(r"\d+\.\d+: \(", t.gold_plan), t.gold_plan  # start times and durations
+        assert solvers.validate(t.gold_domain, t.gold_problem, t.gold_plan).valid
+        assert check_plan(t, t.gold_plan).correct is True
 
 
 def test_statements_come_in_several_surface_forms() -> None:

@@ -72,3 +72,12 @@ def test_runs_show_splits_a_stored_run_by_domain_and_level(tmp_path: Path) -> No
     rows = [ln for ln in result.output.splitlines() if "gripper" in ln]
     assert len(rows) == 2 and "easy" in rows[0] and "extreme" in rows[1]
     assert "SIMULATED" in result.output
+    report = runner.invoke(app, ["report", "--run", "genrun", "--store", str(tmp_path / "store"), "--by", "level"])
+    assert report.exit_code == 0, report.output
+    assert [ln.split()[1] for ln in report.output.splitlines() if "rules+scripted" in ln] == ["easy", "extreme"]
+    table = runner.invoke(app, ["report", "--run", "genrun", "--store", str(tmp_path / "store"), "--by", "domain,level",
+                                "--markdown"])
+    assert [ln.split("|")[2].strip() for ln in table.output.splitlines() if ln.startswith("| gripper")] == \
+        ["easy", "extreme"]
+    missing = runner.invoke(app, ["report", "--run", "nope", "--store", str(tmp_path / "store")])
+    assert missing.exit_code == 2 and "no run 'nope'" in missing.output and "Traceback" not in missing.output

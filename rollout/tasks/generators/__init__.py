@@ -19,6 +19,7 @@ REGISTRY: dict[str, str] = {
     "miconic": "rollout.tasks.generators.miconic:GENERATOR",
     "visitall": "rollout.tasks.generators.visitall:GENERATOR",
     "childsnack": "rollout.tasks.generators.childsnack:GENERATOR",
+    "satellite": "rollout.tasks.generators.satellite:GENERATOR",
 }
 
 # Published suites as generated sets: name -> [(domain, levels)], 30 tasks per level.

@@ -73,6 +73,7 @@ class Generator:
     phrase: Callable[[Atom, int], str]  # one fact in words; the int picks a wording variant
     intros: Sequence[str]
     source: str = ""  # where domain_file came from
+    target_planner: str = "fd"  # "temporal" for durative actions: the gold plan is the temporal planner's
 
     def domain_text(self) -> str:
         return self.domain_file.read_text()

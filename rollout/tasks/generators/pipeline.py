@@ -73,17 +73,19 @@ def expand(domain_arg: str, levels_arg: str | None) -> tuple[tuple[str, str | No
     return tuple((n, lv) for n in names for lv in levels)
 
 
-def _verify(domain_text: str, batch: list[Candidate], req: GenerateRequest, ray_fn) -> list[Verdict]:  # noqa: ANN001
+def _verify(domain_text: str, batch: list[Candidate], req: GenerateRequest, ray_fn,  # noqa: ANN001
+            planner: str) -> list[Verdict]:
     if ray_fn is None:
-        return verify_batch(domain_text, batch, req.timeout_s, req.memory_mb)
+        return verify_batch(domain_text, batch, req.timeout_s, req.memory_mb, planner)
     import ray
 
     ref = ray.put(domain_text)
-    refs = [ray_fn.remote(ref, batch[i:i + CHUNK], req.timeout_s, req.memory_mb) for i in range(0, len(batch), CHUNK)]
+    refs = [ray_fn.remote(ref, batch[i:i + CHUNK], req.timeout_s, req.memory_mb, planner)
+            for i in range(0, len(batch), CHUNK)]
     return [v for part in ray.get(refs) for v in part]
 
 
-def _row(c: Candidate, v: Verdict, gen_domain_name: str) -> dict:
+def _row(c: Candidate, v: Verdict, gen_domain_name: str, target_planner: str) -> dict:
     key = f"{c.domain}-{c.level}-{c.canonical_hash[:12]}"
     return {
         "task_id": f"gen/{c.domain}/{c.level}/{c.canonical_hash[:12]}", "domain": c.domain,
@@ -91,8 +93,10 @@ def _row(c: Candidate, v: Verdict, gen_domain_name: str) -> dict:
         "generator_version": GENERATOR_VERSION, "sizes": c.sizes_json, "canonical_hash": c.canonical_hash,
         "objects": c.objects, "init_facts": c.init_facts, "goal_atoms": c.goal_atoms,
         "plan_length": v.plan_length, "plan_cost": v.plan_cost, "planner_cpu_s": v.planner_cpu_s,
-        "planner_wall_s": v.planner_wall_s, "expansions": v.expansions, "planner": "fd:lama-first",
-        "validator": solvers.validator_name(), "target_planner": "fd", "domain_file": f"domains/{c.domain}.pddl",
+        "planner_wall_s": v.planner_wall_s, "expansions": v.expansions,
+        "planner": "fd:lama-first" if target_planner == "fd" else solvers.temporal_planner(),
+        "validator": solvers.validator_name(), "target_planner": target_planner,
+        "domain_file": f"domains/{c.domain}.pddl",
         "problem_file": f"problems/{key}.pddl", "plan_file": f"plans/{key}.plan",
         "description_file": f"descriptions/{key}.txt",
     }
@@ -126,12 +130,13 @@ def run_job(domain: str, level: str | None, req: GenerateRequest, seen: set[str]
                 f"{domain}/{label}: only {len(kept)} distinct solvable tasks after {index} draws "
                 f"({stats.duplicates} duplicates, rejected {dict(stats.rejected) or 'none'}); these sizes allow "
                 f"too few different tasks - ask for fewer or larger ones")
-        for cand, verdict in zip(batch, _verify(domain_text, batch, req, ray_fn), strict=True):
+        for cand, verdict in zip(batch, _verify(domain_text, batch, req, ray_fn, gen.target_planner),
+                                  strict=True):
             stats.verify_cpu_s += verdict.planner_cpu_s
             if len(kept) >= req.count:
                 seen.discard(cand.canonical_hash)  # verified but not needed: not part of the set
             elif verdict.status == "gold":
-                kept.append((_row(cand, verdict, gen.domain_name), cand, verdict))
+                kept.append((_row(cand, verdict, gen.domain_name, gen.target_planner), cand, verdict))
             else:
                 stats.rejected[verdict.status] += 1  # never emitted: no gold task without a valid plan
         stats.gold = len(kept)
@@ -165,7 +170,8 @@ def generate(req: GenerateRequest, progress: Progress | None = None) -> list[Job
         import ray
 
         if not ray.is_initialized():
-            ray.init(address=req.address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+            ray.init(address=req.address or "local", include_dashboard=False, logging_level="ERROR",
+                     log_to_driver=False)
             started = True
         ray_fn = ray.remote(num_cpus=1)(verify_batch)
     all_stats = []

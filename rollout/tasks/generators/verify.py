@@ -30,8 +30,8 @@ class Verdict:
 
 
 def solve_and_check(domain_text: str, problem_text: str, limits: solvers.Limits,
-                    alias: str = "lama-first") -> Verdict:
-    result = solvers.plan(domain_text, problem_text, alias=alias, limits=limits)
+                    alias: str = "lama-first", planner: str = "fd") -> Verdict:
+    result = solvers.plan(domain_text, problem_text, planner=planner, alias=alias, limits=limits)
     cat = result.category
     if cat is not solvers.ErrorCategory.OK or result.plan is None:
         status = _STATUS.get(cat, "planner_error")
@@ -52,6 +52,6 @@ def solve_and_check(domain_text: str, problem_text: str, limits: solvers.Limits,
 
 
 def verify_batch(domain_text: str, candidates: list[Candidate], timeout_s: float,
-                 memory_mb: int) -> list[Verdict]:
+                 memory_mb: int, planner: str = "fd") -> list[Verdict]:
     limits = solvers.Limits(timeout_s=timeout_s, memory_mb=memory_mb)
-    return [solve_and_check(domain_text, c.problem, limits) for c in candidates]
+    return [solve_and_check(domain_text, c.problem, limits, planner=planner) for c in candidates]
