@@ -68,6 +68,9 @@ class PipelineConfig:
     hardware_usd_per_hour: float = 1.2  # what the trained policy's CPU/GPU costs per hour
     concurrency: int = 16
     augment_copies: int = 1
+    # drop steps whose agent changed nothing, so a label is a decision that moved the episode (the
+    # prompted teacher's systematic mistakes are mostly such wasted calls); ablated as "idle steps kept"
+    drop_idle: bool = True
     verify_augment: bool = True
     ablations: bool = True
     cross_domain: bool = True
@@ -264,12 +267,13 @@ def _families(tasks: list[Task]) -> list[str]:
 
 
 def _train_variant(episodes: list[EpisodeRecord], out: Path, name: str, *, check: str, augment: int,
-                   cfg: PipelineConfig, tokenizer_dir: str = "") -> tuple[Path, dict[str, int]]:
+                   cfg: PipelineConfig, tokenizer_dir: str = "", drop_idle: bool | None = None
+                   ) -> tuple[Path, dict[str, int]]:
     from train.dataset import BuildConfig, build_examples, write_dataset
     from train.fast_policy import train_fast_policy_dir
 
     build = BuildConfig(check=check, augment_copies=augment, verify_augment=cfg.verify_augment, seed=cfg.seed,
-                        tokenizer_dir=tokenizer_dir)
+                        tokenizer_dir=tokenizer_dir, drop_idle=cfg.drop_idle if drop_idle is None else drop_idle)
     examples, stages = build_examples(episodes, build)
     data_dir = out / "data" / name
     write_dataset(examples, stages, data_dir, config=build, sources=sorted({e.run_id for e in episodes}))
@@ -337,13 +341,16 @@ def run_pipeline(cfg: PipelineConfig, log=print) -> PipelineResult:  # noqa: C90
 
     log("[2/6] verifier filter + augmentation -> fast policy; LLM-as-judge skipped (no endpoint configured)")
     t0 = time.perf_counter()
-    variants = {"fast": ("validator", cfg.augment_copies)}
+    variants = {"fast": ("validator", cfg.augment_copies, cfg.drop_idle)}
     if cfg.ablations:
-        variants |= {"fast-unfiltered": ("none", cfg.augment_copies), "fast-oracle": ("oracle", cfg.augment_copies),
-                     "fast-no-augment": ("validator", 0)}
+        variants |= {"fast-unfiltered": ("none", cfg.augment_copies, cfg.drop_idle),
+                     "fast-oracle": ("oracle", cfg.augment_copies, cfg.drop_idle),
+                     "fast-no-augment": ("validator", 0, cfg.drop_idle),
+                     "fast-idle-toggled": ("validator", cfg.augment_copies, not cfg.drop_idle)}
     models: dict[str, Path] = {}
-    for name, (check, augment) in variants.items():
-        models[name], stages = _train_variant(episodes, out, name, check=check, augment=augment, cfg=cfg)
+    for name, (check, augment, drop_idle) in variants.items():
+        models[name], stages = _train_variant(episodes, out, name, check=check, augment=augment, cfg=cfg,
+                                              drop_idle=drop_idle)
         result.stages[f"dataset {name}"] = stages
     result.stages["judge"] = "skipped: no LLM-as-judge endpoint configured"
     result.seconds["datasets + fast policies"] = round(time.perf_counter() - t0, 1)
@@ -377,6 +384,8 @@ def run_pipeline(cfg: PipelineConfig, log=print) -> PipelineResult:  # noqa: C90
                     ("unfiltered", f"rules+model:{models['fast-unfiltered']}"),
                     ("oracle-filtered", f"rules+model:{models['fast-oracle']}"),
                     ("no augmentation", f"rules+model:{models['fast-no-augment']}"),
+                    ("idle steps kept" if cfg.drop_idle else "idle steps dropped",
+                     f"rules+model:{models['fast-idle-toggled']}"),
                     ("no rules layer", f"model:{main}")]
         for label, spec in ab_specs:
             if label.endswith("(main)"):
