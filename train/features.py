@@ -70,7 +70,8 @@ def state_features(state: EpisodeState) -> list[str]:
     for k in (0, 1, 2, 3):
         feats.append(f"ctx{k}={key}|{hist[-k:] if k else ''}")
     feats.extend(failure)
-    static = _static_features(state.domain, state.problem)
+    static = _static_features(state.domain, state.problem) + _goal_text_features(state.task_description,
+                                                                                  state.problem)
     feats.extend(static)
     feats.extend(f"{f}|{state.error_category or 'none'}" for f in static)
     return feats
@@ -99,6 +100,47 @@ def _static_features(domain: str, problem: str) -> tuple[str, ...]:
     if not orphans:
         return ("static=all_established",)
     return ("static=unestablished_pre", f"static=unestablished_arity0={any(needed[p] == 0 for p in orphans)}")
+
+
+_GOAL_TEXT_RE = re.compile(r"\bgoal\b", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=512)
+def _goal_text_features(description: str, problem: str) -> tuple[str, ...]:
+    """Whether the problem's goal atoms name their arguments in the order the task's own words
+    give them (after its last "goal"): a goal written the wrong way round is visible there when
+    the PDDL uses the description's object names."""
+    hits = [m.end() for m in _GOAL_TEXT_RE.finditer(description)]
+    try:
+        prob = parse_shared(problem)
+    except SExprError:
+        return ()
+    goal = section(prob, ":goal")
+    if not hits or goal is None or len(goal) < 2:
+        return ()
+    # clauses: split at commas outside parentheses ("on(d1, peg3), on(d2, peg3)"), "and", ";", "."
+    clauses = re.split(r",(?![^()]*\))|;|\band\b|\.(?:\s|$)", description[hits[-1]:].lower())
+    verdicts: set[str] = set()
+    for atom in _goal_atoms(goal[1]):
+        if len(atom) < 3:
+            continue
+        orders = set()
+        for clause in clauses:
+            places = [re.search(rf"(?<![\w-]){re.escape(arg.lower())}(?![\w-])", clause) for arg in atom[1:]]
+            if all(places):
+                starts = [m.start() for m in places if m]
+                orders.add("in_order" if starts == sorted(starts) else "reversed")
+        if orders:
+            verdicts.add("in_order" if "in_order" in orders else "reversed")
+    return tuple(f"goal_text={v}" for v in sorted(verdicts)) or ("goal_text=unmatched",)
+
+
+def _goal_atoms(expr: object) -> list[list[str]]:
+    if not isinstance(expr, list) or not expr or not isinstance(expr[0], str):
+        return []
+    if expr[0].lower() == "and":
+        return [a for e in expr[1:] for a in _goal_atoms(e)]
+    return [expr] if all(isinstance(x, str) for x in expr) else []
 
 
 def _atoms(expr: object, *, positive_only: bool, arity: dict[str, int] | None = None) -> set[str]:
