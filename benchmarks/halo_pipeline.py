@@ -34,7 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer tasks and seeds (a few minutes)")
     ap.add_argument("--tasks", default=None, help="task spec (default planbench:all:25,ipc:bundled)")
-    ap.add_argument("--teacher", default="rules+teacher:model=sim")
+    ap.add_argument("--teacher", default="rules+teacher:model=sim", help="the policy whose episodes are the data")
+    ap.add_argument("--baseline", default="teacher:model=sim",
+                    help="the prompted orchestrator the trained policies are judged against (no rules layer)")
     ap.add_argument("--train-seeds", type=int, default=None)
     ap.add_argument("--eval-seeds", type=int, default=None)
     ap.add_argument("--usd-per-hour", type=float, default=1.2, help="hardware price of the trained policy")
@@ -50,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or tempfile.mkdtemp(prefix="halo-pipeline-")
     cfg = PipelineConfig(
         out=out, tasks=args.tasks or ("planbench:all:10,ipc:bundled" if args.quick else "planbench:all:25,ipc:bundled"),
-        teacher=args.teacher, train_seeds=args.train_seeds or (2 if args.quick else 3),
+        teacher=args.teacher, baseline=args.baseline, train_seeds=args.train_seeds or (2 if args.quick else 6),
         eval_seeds=args.eval_seeds or (1 if args.quick else 2), hardware_usd_per_hour=args.usd_per_hour,
         concurrency=args.concurrency, ablations=not args.no_ablations, cross_domain=not args.no_cross_domain,
         llm_policy=args.llm_policy, llm_steps=args.llm_steps, llm_eval_tasks=args.llm_eval_tasks)

@@ -10,13 +10,24 @@ from rollout.state import EpisodeState
 _SYNTAX_CATEGORIES = frozenset({"parse_error_domain", "parse_error_problem", "parse_error_plan"})
 
 
+def is_syntax_error(state: EpisodeState) -> bool:
+    """A `[parse.*]` diagnostic in the logs, or a parse-error category without a `[semantic.*]` one.
+
+    The strict check (solvers/pddl_check.py) files type mismatches, undeclared symbols and wrong
+    arities under the parse-error categories too, with `[semantic.*]` codes: those are not syntax
+    errors, agent 9 does not repair them, so the rule leaves them to the policy."""
+    logs = state.validator_errors + state.planner_log
+    if "[parse." in logs:
+        return True
+    return state.error_category in _SYNTAX_CATEGORIES and "[semantic." not in logs
+
+
 def rule_decision(state: EpisodeState) -> Decision | None:
     if not state.domain.strip():
         return Decision(EMERGENCY_ID, "rule", reason="empty domain")
     if state.plan_valid:
         return Decision(NOOP_ID, "rule", reason="validator accepted the plan")
-    if state.error_category in _SYNTAX_CATEGORIES or "[parse." in state.validator_errors \
-            or "[parse." in state.planner_log:
+    if is_syntax_error(state):
         return Decision(SYNTAX_ID, "rule", reason=f"syntax error ({state.error_category or 'parse diagnostic'})")
     return None
 

@@ -38,6 +38,7 @@ class BuildConfig:
     val_fraction: float = 0.2
     seed: int = 0
     prefer_cheap: bool = False
+    drop_idle: bool = False  # drop steps whose agent changed nothing (train/examples.idle_step)
     augment_copies: int = 1  # verdict-preserving variants per accepted episode (0: none)
     verify_augment: bool = True  # re-run the validator on each variant's final plan
     paraphrase: bool = False
@@ -125,10 +126,12 @@ def build_examples(episodes: list[EpisodeRecord], config: BuildConfig,
                    paraphrase: Callable[[Example], Example | None] | None = None,
                    ) -> tuple[list[Example], dict[str, int]]:
     counts = FilterCounts()
-    examples = select_examples(episodes, config.check, counts, prefer_cheap=config.prefer_cheap)
+    examples = select_examples(episodes, config.check, counts, prefer_cheap=config.prefer_cheap,
+                               drop_idle=config.drop_idle)
     stages = {"episodes read": counts.episodes_in, f"episodes accepted ({config.check})": counts.episodes_accepted,
               "costly episodes dropped (prefer_cheap)": counts.episodes_costly,
               "steps read": counts.steps_in, "rule steps dropped": counts.steps_hardcoded,
+              "idle steps dropped (drop_idle)": counts.steps_idle,
               "duplicates dropped": counts.duplicates_dropped, "examples kept": counts.steps_kept}
     if not examples:
         return [], stages

@@ -8,6 +8,7 @@ pairs. The train/validation split is by task, so no task appears on both sides.
 from __future__ import annotations
 
 import hashlib
+import json
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Literal
 
 from rollout.agent_table import NUM_AGENTS
 from rollout.state import EpisodeState
-from rollout.trajectory import EpisodeRecord
+from rollout.trajectory import EpisodeRecord, StepRecord
 
 FilterName = Literal["validator", "oracle", "none"]
 FILTERS: tuple[str, ...] = ("validator", "oracle", "none")
@@ -49,6 +50,7 @@ class FilterCounts:
     episodes_costly: int = 0
     steps_in: int = 0
     steps_hardcoded: int = 0
+    steps_idle: int = 0
     steps_kept: int = 0
     duplicates_dropped: int = 0
 
@@ -82,11 +84,21 @@ def _cheap_enough(accepted: list[EpisodeRecord]) -> set[str]:
     return keep
 
 
+def idle_step(st: StepRecord) -> bool:
+    """The step's agent left the domain, problem and plan exactly as they were (visible in the
+    record, no hidden knowledge): the decision moved the episode nowhere."""
+    before = json.loads(st.state_json)
+    return (st.domain_after == before.get("domain", "") and st.problem_after == before.get("problem", "")
+            and st.plan_after == before.get("plan", ""))
+
+
 def select_examples(episodes: Iterable[EpisodeRecord], check: str = "validator",
-                    counts: FilterCounts | None = None, *, prefer_cheap: bool = False) -> list[Example]:
+                    counts: FilterCounts | None = None, *, prefer_cheap: bool = False,
+                    drop_idle: bool = False) -> list[Example]:
     """Examples from accepted episodes. `prefer_cheap` also drops, per task, the accepted episodes
     that needed more LLM calls than that task's median: the student then imitates the teacher's
-    efficient successes rather than its detours."""
+    efficient successes rather than its detours. `drop_idle` drops the steps whose agent changed
+    nothing (`idle_step`), so the labels are the decisions that moved the episode."""
     counts = counts if counts is not None else FilterCounts()
     seen: set[str] = set()
     out: list[Example] = []
@@ -106,6 +118,9 @@ def select_examples(episodes: Iterable[EpisodeRecord], check: str = "validator",
                 continue
             if not 0 <= st.agent_id < NUM_AGENTS:
                 continue  # the dynamic agent is outside the model's vocabulary
+            if drop_idle and idle_step(st):
+                counts.steps_idle += 1
+                continue
             key = example_id_for(st.state_json, st.agent_id)
             if key in seen:
                 counts.duplicates_dropped += 1

@@ -3,19 +3,24 @@
 The features are the state's symptoms as an orchestrator reads them: the error category and
 plan flags, diagnostic codes such as [validate.precondition_failed], words and word pairs of
 the validator errors and planner log tail, domain features the target planner may reject,
-and the recent agent history (last agent, last pair, which agents were tried). Numbers and
-object names are stripped from the text so the features generalise across tasks.
+and the recent agent history (last agent, last pair, which agents were tried), and a static read
+of the PDDL (is a precondition's predicate established by nothing: no initial fact, no add
+effect?). Numbers and object names are stripped from the text so the features generalise
+across tasks.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import zlib
 from collections.abc import Iterable
 
+from rollout.pddl.sections import section, sections
+from rollout.pddl.sexpr import SExprError, parse_shared
 from rollout.state import EpisodeState
 
-FEATURE_VERSION = "halo-feat-1"
+FEATURE_VERSION = "halo-feat-2"
 DEFAULT_BUCKETS = 1 << 20
 
 _CODE_RE = re.compile(r"\[([a-z_]+\.[a-z_]+)\]")
@@ -65,7 +70,97 @@ def state_features(state: EpisodeState) -> list[str]:
     for k in (0, 1, 2, 3):
         feats.append(f"ctx{k}={key}|{hist[-k:] if k else ''}")
     feats.extend(failure)
+    static = _static_features(state.domain, state.problem) + _goal_text_features(state.task_description,
+                                                                                  state.problem)
+    feats.extend(static)
+    feats.extend(f"{f}|{state.error_category or 'none'}" for f in static)
     return feats
+
+
+@functools.lru_cache(maxsize=512)
+def _static_features(domain: str, problem: str) -> tuple[str, ...]:
+    """What an orchestrator sees by reading the PDDL: whether some action's positive
+    precondition uses a predicate that no initial fact and no effect establishes (a
+    precondition nothing can make true), and whether that predicate takes no arguments."""
+    try:
+        dom, prob = parse_shared(domain), parse_shared(problem)
+    except SExprError:
+        return ("static=unparsed",)
+    init = {str(a[0]).lower() for a in (section(prob, ":init") or [])[1:] if isinstance(a, list) and a}
+    added: set[str] = set()
+    needed: dict[str, int] = {}
+    for action in sections(dom, ":action"):
+        for i in range(2, len(action) - 1):
+            if action[i] == ":effect":
+                added |= _atoms(action[i + 1], positive_only=True)
+            elif action[i] == ":precondition":
+                for atom in _atoms(action[i + 1], positive_only=True, arity=needed):
+                    needed.setdefault(atom, 0)
+    orphans = [p for p in needed if p not in init and p not in added and p not in ("=", "and")]
+    if not orphans:
+        return ("static=all_established",)
+    return ("static=unestablished_pre", f"static=unestablished_arity0={any(needed[p] == 0 for p in orphans)}")
+
+
+_GOAL_TEXT_RE = re.compile(r"\bgoal\b", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=512)
+def _goal_text_features(description: str, problem: str) -> tuple[str, ...]:
+    """Whether the problem's goal atoms name their arguments in the order the task's own words
+    give them (after its last "goal"): a goal written the wrong way round is visible there when
+    the PDDL uses the description's object names."""
+    hits = [m.end() for m in _GOAL_TEXT_RE.finditer(description)]
+    try:
+        prob = parse_shared(problem)
+    except SExprError:
+        return ()
+    goal = section(prob, ":goal")
+    if not hits or goal is None or len(goal) < 2:
+        return ()
+    # clauses: split at commas outside parentheses ("on(d1, peg3), on(d2, peg3)"), "and", ";", "."
+    clauses = re.split(r",(?![^()]*\))|;|\band\b|\.(?:\s|$)", description[hits[-1]:].lower())
+    verdicts: set[str] = set()
+    for atom in _goal_atoms(goal[1]):
+        if len(atom) < 3:
+            continue
+        orders = set()
+        for clause in clauses:
+            places = [re.search(rf"(?<![\w-]){re.escape(arg.lower())}(?![\w-])", clause) for arg in atom[1:]]
+            if all(places):
+                starts = [m.start() for m in places if m]
+                orders.add("in_order" if starts == sorted(starts) else "reversed")
+        if orders:
+            verdicts.add("in_order" if "in_order" in orders else "reversed")
+    return tuple(f"goal_text={v}" for v in sorted(verdicts)) or ("goal_text=unmatched",)
+
+
+def _goal_atoms(expr: object) -> list[list[str]]:
+    if not isinstance(expr, list) or not expr or not isinstance(expr[0], str):
+        return []
+    if expr[0].lower() == "and":
+        return [a for e in expr[1:] for a in _goal_atoms(e)]
+    return [expr] if all(isinstance(x, str) for x in expr) else []
+
+
+def _atoms(expr: object, *, positive_only: bool, arity: dict[str, int] | None = None) -> set[str]:
+    out: set[str] = set()
+    if not isinstance(expr, list) or not expr:
+        return out
+    head = str(expr[0]).lower() if isinstance(expr[0], str) else ""
+    if head == "not":
+        return out if positive_only else _atoms(expr[1] if len(expr) > 1 else [], positive_only=False, arity=arity)
+    if head in ("and", "or", "imply", "forall", "exists", "when", "preference"):
+        for e in expr[1:]:
+            out |= _atoms(e, positive_only=positive_only, arity=arity)
+        return out
+    if head in ("increase", "decrease", "assign", "scale-up", "scale-down", ">", "<", ">=", "<=", "="):
+        return out
+    if head:
+        out.add(head)
+        if arity is not None:
+            arity[head] = len(expr) - 1
+    return out
 
 
 def _failure_features(state: EpisodeState) -> list[str]:

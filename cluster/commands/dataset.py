@@ -23,6 +23,8 @@ def register(app: typer.Typer) -> None:
         verify_augment: bool = typer.Option(True, help="re-validate each variant's final plan"),
         prefer_cheap: bool = typer.Option(False, help="per task, keep only accepted episodes with at most the "
                                                       "median number of LLM calls"),
+        drop_idle: bool = typer.Option(False, help="drop steps whose agent changed neither domain, problem "
+                                                   "nor plan (the label is then a decision that did something)"),
         paraphrase: bool = typer.Option(False, help="add LLM paraphrases of the specification"),
         judge: bool = typer.Option(False, help="drop examples an LLM judge rejects"),
         llm_url: str = typer.Option("", help="OpenAI-compatible base URL for --paraphrase/--judge"),
@@ -37,7 +39,7 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"--filter must be one of {', '.join(FILTERS)}")
         config = BuildConfig(check=filter_, val_fraction=val_fraction, seed=seed, augment_copies=augment,
                              verify_augment=verify_augment, paraphrase=paraphrase, judge=judge,
-                             tokenizer_dir=tokenizer, prefer_cheap=prefer_cheap)
+                             tokenizer_dir=tokenizer, prefer_cheap=prefer_cheap, drop_idle=drop_idle)
         judge_fn = paraphrase_fn = None
         if judge or paraphrase:
             from train.llm_assist import make_assist

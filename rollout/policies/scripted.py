@@ -13,6 +13,7 @@ import re
 from rollout.agent_table import AGENT_IDS, NATURAL_LANGUAGE_ID
 from rollout.policies.random import state_rng
 from rollout.policy import Decision, Policy
+from rollout.rules import is_syntax_error
 from rollout.state import EpisodeState
 
 _DIAG = re.compile(r"\[([a-z_]+\.[a-z_]+)\]")
@@ -51,7 +52,7 @@ def symptom(state: EpisodeState, predicate_names: set[str] | None = None) -> str
     codes = diagnostics(state)
     cat = state.error_category
     log = state.planner_log.lower()
-    if cat.startswith("parse_error") or any(c.startswith("parse.") for c in codes):
+    if is_syntax_error(state):
         return "syntax"
     if any("type_mismatch" in c or "type_cycle" in c or "undeclared_type" in c for c in codes):
         return "action_type_error" if "validate.type_mismatch" in codes else "type_error"

@@ -8,8 +8,15 @@ in the drafted plan) and answers with:
   probability `quality`;
 - an unusable answer (prose that names no agent, or several agents) with probability
   `unparsable`, which exercises the teacher's correction round and its fallback;
-- otherwise a plausible wrong agent: a secondary repairer of that fault, or what the visible
-  symptom suggests (the scripted heuristic's candidates), or the generalist.
+- otherwise a wrong agent: with probability `systematic` the profile's stated confusion for
+  that situation (`confusion`: the agent a prompted model plausibly mistakes for the right one,
+  e.g. removing a precondition instead of adding the missing initial fact), else uniformly a
+  plausible wrong one (a secondary repairer of that fault, what the visible symptom suggests,
+  or the generalist).
+
+P(right) depends on the situation class (`situation()`: an empty domain, a valid plan, the fault
+the solvers report first, the drafted plan's fault, clean PDDL with a stale plan): a prompted
+model's errors are systematic, so some classes are right well under half the time.
 
 Tokens in are counted on the real prompt; tokens out are the short answer plus reasoning
 tokens drawn from a log-normal; the call is priced with the named model's price table. The
@@ -24,9 +31,9 @@ import math
 import random
 import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from rollout.agent_table import NATURAL_LANGUAGE_ID, NOOP_ID, NUM_AGENTS, agent_name
+from rollout.agent_table import EMERGENCY_ID, NATURAL_LANGUAGE_ID, NOOP_ID, NUM_AGENTS, agent_name
 from rollout.llm.prices import PriceTable
 from rollout.llm.records import CallLedger, CallRecord, ChatReply, prompt_sha256
 from rollout.sim.faults import CATALOG
@@ -40,23 +47,41 @@ SIM_TEACHER_PRICES = PriceTable.from_dict({"models": {
 }})
 
 
+# Situation classes beside the fault kinds of the catalog (plan faults are "plan:<kind>").
+EMPTY, VALID, STALE = "empty_domain", "valid_plan", "stale_plan"
+SITUATIONS = (EMPTY, VALID, *(f"plan:{k}" if fc.target == "plan" else k for k, fc in CATALOG.items()), STALE)
+
+
 @dataclass(frozen=True)
 class TeacherProfile:
     """How a simulated prompted orchestrator behaves; see docs/rollout.md for the two profiles."""
 
     name: str
     model: str  # the price-table entry its calls are billed at
-    quality: float  # P(the repairing agent) for an answer that names an agent
+    quality: float  # P(the repairing agent) in a situation class `accuracy` does not list
     unparsable: float  # P(an answer names no usable agent), per attempt
     latency_median_ms: float
     latency_sigma: float
     reasoning_tokens_median: float  # hidden reasoning tokens billed as output, per call
+    accuracy: dict[str, float] = field(default_factory=dict)  # situation class -> P(the repairing agent)
+    confusion: dict[str, int] = field(default_factory=dict)  # situation class -> its systematic wrong agent
+    systematic: float = 0.0  # P(a wrong answer is the class's stated confusion)
+
+    def p_right(self, situation_class: str) -> float:
+        return self.accuracy.get(situation_class, self.quality)
 
     def check(self) -> TeacherProfile:
-        for key in ("quality", "unparsable"):
+        for key in ("quality", "unparsable", "systematic"):
             value = getattr(self, key)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"sim teacher {key} must be in [0, 1], got {value}")
+        for cls, value in self.accuracy.items():
+            if cls not in SITUATIONS or not 0.0 <= value <= 1.0:
+                raise ValueError(f"sim teacher accuracy {cls}={value}: want a situation class "
+                                 f"({', '.join(SITUATIONS)}) and a probability")
+        for cls, agent in self.confusion.items():
+            if cls not in SITUATIONS or not 0 <= agent < NUM_AGENTS:
+                raise ValueError(f"sim teacher confusion {cls}={agent}: want a situation class and an agent ID")
         if self.latency_median_ms < 0 or self.latency_sigma < 0 or self.reasoning_tokens_median < 0:
             raise ValueError("sim teacher latency and reasoning tokens must be >= 0")
         if self.model not in SIM_TEACHER_PRICES.models:
@@ -65,13 +90,37 @@ class TeacherProfile:
         return self
 
 
+# The mistake a prompted model plausibly makes in each situation (the same for both profiles; how
+# often it makes it differs): reading a false precondition as "add the fact" / "drop the
+# precondition" the wrong way round, the strict check's [semantic.*] type errors (filed under
+# parse-error categories) as syntax, a valid plan as worth one more consistency check, ...
+CONFUSION: dict[str, int] = {
+    EMPTY: 1, VALID: 1, "syntax_domain": 1, "syntax_problem": 2, "unsupported_requirement": 2,
+    "hallucinated_predicate": 20, "missing_init_fact": 0, "wrong_goal": 20, "broken_type_hierarchy": 9,
+    "narrow_predicate_type": 9, "wrong_argument_type": 9, "missing_delete_effect": 4,
+    "plan:swapped_args": 14, "plan:misordered_steps": 13, "plan:duplicated_step": 14, "plan:missing_steps": 1,
+    "plan:trailing_steps": 15, STALE: 20}
+
 PROFILES: dict[str, TeacherProfile] = {
-    # a small reasoning model: often right, verbose reasoning, slower
-    "weaker": TeacherProfile("weaker", "gpt-5-mini", quality=0.6, unparsable=0.06, latency_median_ms=4000.0,
-                             latency_sigma=0.5, reasoning_tokens_median=900.0),
-    # a stronger, faster model: usually right, fewer reasoning tokens
-    "stronger": TeacherProfile("stronger", "gemini-3-flash", quality=0.85, unparsable=0.02,
-                               latency_median_ms=2000.0, latency_sigma=0.4, reasoning_tokens_median=400.0),
+    # a small reasoning model: reliable on the obvious (empty domain, valid plan, parser errors),
+    # under half right on the look-alike semantic faults, verbose reasoning, slower
+    "weaker": TeacherProfile(
+        "weaker", "gpt-5-mini", quality=0.6, unparsable=0.06, latency_median_ms=4000.0, latency_sigma=0.5,
+        reasoning_tokens_median=900.0, confusion=CONFUSION, systematic=0.7, accuracy={
+            EMPTY: 0.95, VALID: 0.95, "syntax_domain": 0.85, "syntax_problem": 0.85, "unsupported_requirement": 0.75,
+            "hallucinated_predicate": 0.6, "missing_init_fact": 0.4, "wrong_goal": 0.35,
+            "broken_type_hierarchy": 0.55, "narrow_predicate_type": 0.45, "wrong_argument_type": 0.45,
+            "missing_delete_effect": 0.3, "plan:swapped_args": 0.55, "plan:misordered_steps": 0.5,
+            "plan:duplicated_step": 0.7, "plan:missing_steps": 0.4, "plan:trailing_steps": 0.5, STALE: 0.6}),
+    # a stronger, faster model: usually right everywhere, its mistakes less concentrated
+    "stronger": TeacherProfile(
+        "stronger", "gemini-3-flash", quality=0.85, unparsable=0.02, latency_median_ms=2000.0, latency_sigma=0.4,
+        reasoning_tokens_median=400.0, confusion=CONFUSION, systematic=0.5, accuracy={
+            EMPTY: 0.99, VALID: 0.99, "syntax_domain": 0.95, "syntax_problem": 0.95, "unsupported_requirement": 0.9,
+            "hallucinated_predicate": 0.85, "missing_init_fact": 0.75, "wrong_goal": 0.7,
+            "broken_type_hierarchy": 0.85, "narrow_predicate_type": 0.8, "wrong_argument_type": 0.8,
+            "missing_delete_effect": 0.65, "plan:swapped_args": 0.85, "plan:misordered_steps": 0.85,
+            "plan:duplicated_step": 0.9, "plan:missing_steps": 0.75, "plan:trailing_steps": 0.85, STALE: 0.85}),
 }
 DEFAULT_PROFILE = "weaker"
 
@@ -93,17 +142,32 @@ def count_tokens(text: str) -> int:
     return sum(math.ceil(len(p) / 4) if p[0].isalnum() else 1 for p in pieces)
 
 
-def repairing_agent(world: SimWorld, state: EpisodeState) -> int:
-    """The agent that would fix what is wrong now, by what the world knows."""
+def situation(world: SimWorld, state: EpisodeState) -> str:
+    """The situation class of `state` by what the world knows (a key of the profiles' tables)."""
+    if not state.domain.strip():
+        return EMPTY
     if state.plan_valid:
-        return NOOP_ID
+        return VALID
     if world.faults:
         order = list(CATALOG)
-        first = min(world.faults, key=lambda f: order.index(f.kind))
-        return CATALOG[first.kind].repaired_by[0]
+        return min(world.faults, key=lambda f: order.index(f.kind)).kind
     if world.draft_plan_fault and state.plan == world.draft_plan:
-        return _PLAN_FAULT_AGENT[world.draft_plan_fault]
-    return GENERALIST_IDS[0]  # clean PDDL, stale plan: a rewrite makes the loop replan
+        return f"plan:{world.draft_plan_fault}"
+    return STALE
+
+
+def repairing_agent(world: SimWorld, state: EpisodeState) -> int:
+    """The agent that would fix what is wrong now, by what the world knows."""
+    cls = situation(world, state)
+    if cls == EMPTY:
+        return EMERGENCY_ID
+    if cls == VALID:
+        return NOOP_ID
+    if cls.startswith("plan:"):
+        return _PLAN_FAULT_AGENT[cls.removeprefix("plan:")]
+    if cls == STALE:
+        return GENERALIST_IDS[0]  # clean PDDL, stale plan: a rewrite makes the loop replan
+    return CATALOG[cls].repaired_by[0]
 
 
 def plausible_wrong(world: SimWorld, state: EpisodeState, right: int) -> list[int]:
@@ -170,8 +234,14 @@ class SimTeacherChat(CallLedger):
         p = self.profile
         if rng.random() < p.unparsable:
             return rng.choice(_UNUSABLE)
+        cls = situation(world, state)
         right = repairing_agent(world, state)
-        agent = right if rng.random() < p.quality else rng.choice(plausible_wrong(world, state, right))
+        if rng.random() < p.p_right(cls):
+            agent = right
+        elif cls in p.confusion and p.confusion[cls] != right and rng.random() < p.systematic:
+            agent = p.confusion[cls]
+        else:
+            agent = rng.choice(plausible_wrong(world, state, right))
         return f"Agent: {agent_name(agent)}\nReason: chosen from the validator and planner output."
 
     async def aclose(self) -> None:
@@ -185,8 +255,8 @@ def make_sim_teacher_chat(params: dict[str, str]) -> SimTeacherChat:
         raise ValueError(f"unknown sim teacher profile {name!r}; known: {', '.join(sorted(PROFILES))}")
     profile = PROFILES[name]
     try:
-        if "quality" in params:
-            profile = replace(profile, quality=float(params["quality"]))
+        if "quality" in params:  # one accuracy for every situation, no systematic confusion
+            profile = replace(profile, quality=float(params["quality"]), accuracy={}, systematic=0.0)
         if "unparsable" in params:
             profile = replace(profile, unparsable=float(params["unparsable"]))
     except ValueError:
@@ -194,5 +264,5 @@ def make_sim_teacher_chat(params: dict[str, str]) -> SimTeacherChat:
     return SimTeacherChat(profile)
 
 
-__all__ = ["PROFILES", "SIM_TEACHER_PRICES", "SimTeacherChat", "SimWorldMissing", "TeacherProfile",
-           "count_tokens", "make_sim_teacher_chat", "repairing_agent"]
+__all__ = ["CONFUSION", "PROFILES", "SIM_TEACHER_PRICES", "SITUATIONS", "SimTeacherChat", "SimWorldMissing",
+           "TeacherProfile", "count_tokens", "make_sim_teacher_chat", "repairing_agent", "situation"]

@@ -3,7 +3,10 @@ same trajectories as before the loop became an environment.
 
 data/env_trajectories.json was recorded from `run_episode` on main before rollout/env.py existed
 (commit a159430): rules+scripted on 3 tasks x 2 seeds, SimConfig(latency_scale=0), without what
-depends on the clock (`_stable` below lists it).
+depends on the clock (`_stable` below lists it). One entry (depots instance-5, seed 8) was
+re-recorded when the rules layer stopped sending the strict check's `[semantic.*]` errors to
+agent 9: the old record was ten rule-9 steps on a type mismatch agent 9 cannot repair; the new
+one is agent 18, then the accepted plan.
 """
 
 from __future__ import annotations

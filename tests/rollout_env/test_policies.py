@@ -66,6 +66,11 @@ def test_rules_layer() -> None:
     assert rule_decision(state(error_category="parse_error_problem")).agent_id == 9
     assert rule_decision(state(validator_errors="x.pddl:3:1: error: y [parse.unexpected_end]")).agent_id == 9
     assert rule_decision(state(error_category="plan_invalid")) is None
+    # the strict check's semantic diagnostics share the parse-error categories; they are not syntax
+    semantic = "problem.pddl:42:17: error: argument 'd0' of predicate 'at' is of type x, not y [semantic.type_mismatch]"
+    assert rule_decision(state(error_category="parse_error_problem", validator_errors=semantic)) is None
+    assert rule_decision(state(error_category="parse_error_domain", planner_log=semantic + "\n[parse.unknown_key]")
+                         ).agent_id == 9
     # rules win over the inner policy and are marked hardcoded; the rest goes to the inner policy
     pol = make_policy("rules+scripted:noise=1.0")
     d = pol.decide(state(plan_valid=True))

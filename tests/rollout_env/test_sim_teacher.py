@@ -62,7 +62,7 @@ def _world_with(task, kind: str) -> SimWorld:
 @pytest.mark.parametrize("quality", [1.0, 0.0])
 def test_confusion_model_answers_the_repairer_with_probability_quality(tasks, quality):
     task = next(t for t in tasks.values() if t.domain_name == "depots")  # typed, so every kind applies
-    chat = SimTeacherChat(replace(PROFILES["weaker"], quality=quality, unparsable=0.0))
+    chat = SimTeacherChat(replace(PROFILES["weaker"], quality=quality, accuracy={}, systematic=0.0, unparsable=0.0))
 
     async def ask(kind: str, step: int) -> tuple[int, int]:
         world = _world_with(task, kind)  # binds itself as this task's current world

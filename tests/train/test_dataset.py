@@ -8,7 +8,7 @@ from synthetic import synthetic_episodes
 
 from rollout.store import TrajectoryStore
 from train.dataset import BuildConfig, DatasetCard, DatasetError, build_dataset, load_examples, read_sources
-from train.examples import select_examples, split_by_task
+from train.examples import FilterCounts, select_examples, split_by_task
 
 
 def test_filters_dedup_and_split(tmp_path):
@@ -78,3 +78,21 @@ def test_reads_runs_from_the_store(tmp_path):
     with pytest.raises(DatasetError, match="STORE/RUN"):
         read_sources(["justarun"])
     assert DatasetCard.load(tmp_path / "ds").dataset_version == card.dataset_version
+
+
+def test_drop_idle_keeps_only_steps_that_changed_something():
+    episodes = synthetic_episodes(n_tasks=10, seed=5)
+    idle = 0
+    for ep in episodes:
+        for i, st in enumerate(ep.steps):
+            before = json.loads(st.state_json)
+            if st.is_hardcoded or i % 2:  # odd steps changed the plan; even ones left everything as it was
+                st.domain_after, st.problem_after, st.plan_after = before["domain"], before["problem"], "(x)\n"
+            else:
+                st.domain_after, st.problem_after, st.plan_after = before["domain"], before["problem"], before["plan"]
+                idle += ep.success_validator
+    kept = select_examples(episodes, "validator")
+    counts = FilterCounts()
+    moving = select_examples(episodes, "validator", counts, drop_idle=True)
+    assert idle and counts.steps_idle == idle
+    assert {e.example_id for e in moving} == {e.example_id for e in kept if e.step % 2}

@@ -76,3 +76,32 @@ def test_bad_manifests_refused(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(ManifestError, match="unreadable weights"):
         load_policy(tmp_path / "fast")
+
+
+def test_static_features_see_a_precondition_nothing_establishes():
+    from train.features import state_features
+
+    domain = ("(define (domain d) (:predicates (at ?x) (ready) (seen ?x))"
+              " (:action go :parameters (?x) :precondition (and (at ?x) {extra}) :effect (and (seen ?x)"
+              " (not (at ?x)))))")
+    problem = "(define (problem p) (:domain d) (:objects a) (:init (at a)) (:goal (seen a)))"
+    clean = state_features(EpisodeState("t", domain=domain.format(extra=""), problem=problem))
+    orphan = state_features(EpisodeState("t", domain=domain.format(extra="(ready)"), problem=problem,
+                                         error_category="unsolvable_proved"))
+    assert "static=all_established" in clean and "static=unestablished_pre" not in clean
+    assert {"static=unestablished_pre", "static=unestablished_arity0=True",
+            "static=unestablished_pre|unsolvable_proved"} <= set(orphan)
+    assert "static=unparsed" in state_features(EpisodeState("t", domain="(define (domain", problem=problem))
+
+
+def test_goal_text_feature_sees_a_goal_written_the_wrong_way_round():
+    from train.features import state_features
+
+    description = "Move the disc. Goal: on(d1, peg3), clear(peg1)."
+    problem = "(define (problem p) (:domain hanoi) (:objects d1 peg1 peg3) (:init) (:goal (and (on {}) (clear peg1))))"
+    right = state_features(EpisodeState(description, problem=problem.format("d1 peg3")))
+    wrong = state_features(EpisodeState(description, problem=problem.format("peg3 d1")))
+    assert "goal_text=in_order" in right and "goal_text=reversed" not in right
+    assert "goal_text=reversed" in wrong
+    other = state_features(EpisodeState("Goal: the red block on the blue one.", problem=problem.format("d1 peg3")))
+    assert "goal_text=unmatched" in other

@@ -19,15 +19,20 @@ def test_pipeline_small_end_to_end(tmp_path):
     assert table.splitlines()[0] == "| " + " | ".join(COLUMNS) + " |"
     rows = {(r.family, r.policy): r for r in result.comparison}
     for family in ("planbench", "classical", "all"):
-        for policy in ("fast policy", "teacher", "rules+random", "majority class"):
+        for policy in ("fast policy", "prompted teacher", "rules+teacher", "rules+random", "majority class"):
             row = rows[(family, policy)]
             assert row.source == SIM and row.episodes and row.oracle_success is not None
     published = [r for r in result.comparison if r.source == "published real-LLM"]
     assert {r.family for r in published} == {"planbench", "classical"} and all(r.episodes is None for r in published)
 
-    teacher, fast = rows[("all", "teacher")], rows[("all", "fast policy")]
+    teacher, fast = rows[("all", "prompted teacher")], rows[("all", "fast policy")]
     # the prompted teacher's own calls are counted in the episode's LLM calls and priced
     assert teacher.orchestrator_calls > 0 and teacher.llm_calls > teacher.orchestrator_calls
+    # with no rules layer in front of it, the prompted teacher pays for every decision
+    assert teacher.rule_share == 0 and teacher.orchestrator_calls >= teacher.avg_steps
+    sources = result.stages["LLM calls per episode by source"]
+    assert sources["prompted teacher"]["orchestrator"] == round(teacher.orchestrator_calls, 2)
+    assert sources["fast policy"]["orchestrator"] == 0
     assert teacher.orchestration_cost > 0 and teacher.decision_ms > 100  # simulated API latency
     assert fast.orchestrator_calls == 0 and 0 < fast.orchestration_cost < teacher.orchestration_cost / 45
 
