@@ -134,7 +134,7 @@ def _layers_of_one_decision(models, state: EpisodeState) -> list[str]:
     svc = cls.__new__(cls)
     svc._model = load_model(str(models.v1))
     svc.metrics = ReplicaMetrics()
-    svc._policy = RulesFirst(_ServedModel(lambda: svc._model, None))  # the inline model needs no batch queue
+    svc._policy = RulesFirst(_ServedModel(lambda: svc._model, None, None))  # the inline model needs no batch queue
     body = StateIn.model_validate(state.to_dict())
     layers: list[str] = []
 
