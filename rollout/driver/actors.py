@@ -160,7 +160,10 @@ class WorkerPool:
                 except ray.exceptions.RayError:
                     continue  # the batch calls report the death
                 st = slot.status
-                slot.window.on_status(in_flight=int(st["in_flight"]), solver_utilisation=st["solver_utilisation"],
+                # Full means dispatched: episodes of a batch that finished early wait in the worker for
+                # the batch's slowest, so the worker runs fewer than the driver has out (about 0.6x
+                # with LLM latencies). Judged by what runs, the window never looked full and never grew.
+                slot.window.on_status(in_flight=slot.in_flight, solver_utilisation=st["solver_utilisation"],
                                       solver_queued=int(st["solver_queued"]), llm_waiting=int(st["llm_waiting"]),
                                       cpus=self.config.cpus_per_worker)
             self._panel_stats(stats)
