@@ -19,7 +19,9 @@ during the run weighs on both sides alike; figures 1 and 2 are over all jobs of 
              product jobs of thousands of episodes amortize; the default 480 episodes per job
              (~21 s at 2 workers) keep them near 1% of the figure. --episodes 240 shows the effect.
 3. store     step records/s through one committer (target >= 20,000), Delta Lake vs plain Parquet
-             files written the same way; peak RSS per worker actor (target < 500 MB)
+             files written the same way; CPU per commit after 300 small commits vs the first ones (a
+             long job's history must not make commits dearer: before checkpoints every 10 commits and
+             the cached dedup, 92 -> 205 ms and growing); peak RSS per worker actor (target < 500 MB)
 Also: resident memory of the idle local Ray cluster started lean (no dashboard), and with it.
 Timings are noisy on a shared machine; the ratios are computed against baselines of the same run.
 """
@@ -93,6 +95,32 @@ def _store_throughput(records, rows_target: int, workdir: Path) -> dict[str, flo
             "bytes_per_row": sum(t.nbytes for b in batches for t in b) / rows}
 
 
+def _commit_growth(records, workdir: Path, commits: int = 300, episodes_per_commit: int = 12) -> dict[str, float]:  # noqa: ANN001
+    """A long job commits small batches every few seconds: CPU per commit over the first 10 and the
+    last 10 of `commits` commits into one run (a table's history must not make commits dearer)."""
+    from rollout.store import TrajectoryStore
+    from rollout.store.steps_table import episodes_to_arrow
+
+    store = TrajectoryStore(workdir / "growth")
+    cpu: list[float] = []
+    for i in range(commits):
+        eps = [dataclasses.replace(records[(i * episodes_per_commit + j) % len(records)],
+                                   episode_id=f"g-{i:05d}-{j:03d}", run_id="growth")
+               for j in range(episodes_per_commit)]
+        table = episodes_to_arrow(eps)
+        t0 = time.process_time()
+        store.write_table("growth", table)
+        cpu.append(time.process_time() - t0)
+    first, last = sum(cpu[:10]) / 10, sum(cpu[-10:]) / 10
+    return {"commits": commits, "first_ms": first * 1e3, "last_ms": last * 1e3, "ratio": last / first}
+
+
+def _print_growth(growth: dict[str, float]) -> None:
+    print(f"   commit cost over a long run: {growth['first_ms']:.1f} ms CPU per commit (first 10) -> "
+          f"{growth['last_ms']:.1f} ms (last 10 of {growth['commits']:.0f}) -> {growth['ratio']:.2f}x, "
+          f"{(growth['last_ms'] - growth['first_ms']) / (growth['commits'] - 10):+.3f} ms per commit of history")
+
+
 def _print_store(store: dict[str, float]) -> None:
     print(f"3. store: {store['delta_rows_per_s']:,.0f} step records/s per committer with Delta Lake "
           f"({store['rows']:,} rows of real sim episodes, {store['bytes_per_row']:,.0f} B/row in Arrow, "
@@ -114,9 +142,11 @@ def _store_only(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="halo-bench-"))
     try:
         store = _store_throughput(records, args.store_rows, work)
+        growth = _commit_growth(records, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     _print_store(store)
+    _print_growth(growth)
 
 
 def main() -> None:
@@ -161,6 +191,7 @@ def main() -> None:
 
         records = TrajectoryStore(work / f"s{order.index(2)}").read_episodes()
         store = _store_throughput(records, args.store_rows, work / "store")
+        growth = _commit_growth(records, work / "store")
 
         one, two = jobs[1], jobs[2]
         rate1 = sum(j.committed for j in one) / sum(j.run_s for j in one)
@@ -183,6 +214,7 @@ def main() -> None:
               f"{worker_s:.2f}s / {cpus} CPUs) -> {run_s / cpu_limit_s:.2f}x; "
               f"solver share of worker CPU {solver_s / worker_s:.0%}")
         _print_store(store)
+        _print_growth(growth)
         peak = max(j.peak_rss_mb for j in one + two)
         print(f"   peak RSS per worker actor: {peak:.0f} MB (target < 500 MB)")
         print(f"   idle local Ray cluster (lean, no dashboard): {idle_mb:.0f} MB resident"

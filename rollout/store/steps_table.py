@@ -29,6 +29,9 @@ from rollout.store.runs import check_run_id
 from rollout.trajectory import SCHEMA_VERSION, STEP_SCHEMA, EpisodeRecord, StepRecord, table_to_episodes
 
 TABLE_DIR = "steps"
+# A checkpoint every 10 commits (Delta's default is 100): reading the table's state replays at
+# most 10 JSON commits, and a long job commits every few seconds.
+TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
 PARTITION = "run_id"
 ZSTD_LEVEL = 3
 ROW_GROUP_ROWS = 64 * 1024
@@ -58,6 +61,10 @@ class StepTable:
         self._delta_options = location.delta_options()
         self._dt: Any = None  # deltalake.DeltaTable once the table exists
         self._committed: dict[str, _CommittedIds] = {}
+        # The table version this object's last commit produced: while no later version exists,
+        # nobody else has committed and the committed-ID caches are exact, so a commit need not
+        # reload the table (whose cost grows with its history) before it dedups.
+        self._own_version: int | None = None
         self._lock = threading.RLock()
 
     @property
@@ -75,7 +82,7 @@ class StepTable:
 
         def attempt() -> int:
             with self._lock:
-                committed = self._committed_ids(run_id)
+                committed = self._committed_ids_for_commit(run_id)
                 fresh = [ep for ep in unique if ep.episode_id not in committed]
                 if not fresh:
                     return 0
@@ -95,7 +102,7 @@ class StepTable:
 
         def attempt() -> int:
             with self._lock:
-                committed = self._committed_ids(run_id)
+                committed = self._committed_ids_for_commit(run_id)
                 fresh = table
                 if committed:
                     seen = pc.is_in(table.column("episode_id"), value_set=pa.array(list(committed), pa.string()))
@@ -131,13 +138,18 @@ class StepTable:
         props = CommitProperties(custom_metadata={"halo.run_id": run_id, "halo.episodes": str(n_episodes)})
         # On failure the file stays: the commit may have landed with only its answer lost, so only
         # remove_orphans (which reads the log first) may delete it.
+        self._own_version = None  # until this commit is known to have landed
         if self._dt is None and self._load() is None:
             create_table_with_add_actions(self.table_uri, _delta_schema(), [add], mode="append",
                                           partition_by=[PARTITION], storage_options=self._delta_options,
-                                          commit_properties=props)
+                                          commit_properties=props, configuration=TABLE_PROPERTIES)
         else:
+            before = self._dt.version()
             self._dt.create_write_transaction([add], mode="append", schema=STEP_SCHEMA,
                                               partition_by=[PARTITION], commit_properties=props)
+            self._dt.update_incremental()  # the handle does not advance past its own commit by itself
+            if self._dt.version() == before + 1:  # ours is the only commit since the handle's version
+                self._own_version = before + 1
         cache = self._committed.setdefault(run_id, _CommittedIds())
         cache.own_files.add(name.rsplit("/", 1)[1])
         cache.ids.update(table.column("episode_id").to_pylist())
@@ -240,6 +252,16 @@ class StepTable:
             return None
         return self._dt
 
+    def _committed_ids_for_commit(self, run_id: str) -> set[str]:
+        """The run's committed IDs before a commit: the cache, when the log shows no version after
+        this object's last commit (one small existence check), else read from the table."""
+        cache = self._committed.get(run_id)
+        if cache is not None and self._own_version is not None and self._dt is not None:
+            following = self.location.fs_path(f"{TABLE_DIR}/_delta_log/{self._own_version + 1:020d}.json")
+            if self.filesystem.get_file_info(following).type == pafs.FileType.NotFound:
+                return cache.ids
+        return self._committed_ids(run_id)
+
     def _committed_ids(self, run_id: str) -> set[str]:
         """Episode IDs committed in the run; reads only data files it has not seen before."""
         dt = self._load()
@@ -314,7 +336,8 @@ def _check_table(run_id: str, table: pa.Table) -> tuple[pa.Table, int]:
     """STEP_SCHEMA columns (cast if needed), one run, whole episodes each present once."""
     if not isinstance(table, pa.Table):
         raise StoreError(f"write_table takes a pyarrow Table, got {type(table).__name__}")
-    missing = [n for n in STEP_SCHEMA.names if n not in table.column_names]
+    names = set(table.column_names)
+    missing = [n for n in STEP_SCHEMA.names if n not in names]
     if missing:
         raise StoreError(f"the table lacks step-schema column(s): {', '.join(missing)}")
     if table.schema != STEP_SCHEMA:

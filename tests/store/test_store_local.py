@@ -190,6 +190,31 @@ def test_write_table_commits_whole_episodes_once(tmp_path):
     assert store.write_table("run-a", episodes_to_arrow([])) == 0
 
 
+def test_two_writers_of_one_run_in_turn_never_store_an_episode_twice(tmp_path):
+    """A commit trusts its cached IDs only while the log has nothing after its own last commit."""
+    from rollout.store.steps_table import TABLE_PROPERTIES, episodes_to_arrow
+
+    a, b = TrajectoryStore(tmp_path), TrajectoryStore(tmp_path)
+    for _ in range(2):  # the first round creates the table, the second appends to it
+        assert a.write_table("run-a", episodes_to_arrow(make_episodes("run-a", 3))) in (3, 0)
+    assert b.write_table("run-a", episodes_to_arrow(make_episodes("run-a", 6))) == 3  # sees a's commits
+    assert a.write_table("run-a", episodes_to_arrow(make_episodes("run-a", 6))) == 0  # sees b's commit
+    assert a.write_table("run-a", episodes_to_arrow(make_episodes("run-a", 8))) == 2
+    assert a.write_table("run-a", episodes_to_arrow(make_episodes("run-a", 8))) == 0  # its own, from the cache
+    assert b.write_episodes("run-a", make_episodes("run-a", 9)) == 1
+    ids = a.read_table(columns=["episode_id", "step"]).to_pylist()
+    assert len(ids) == len({(r["episode_id"], r["step"]) for r in ids})
+    assert {r["episode_id"] for r in ids} == {e.episode_id for e in make_episodes("run-a", 9)}
+    from deltalake import DeltaTable
+
+    table = DeltaTable(str(tmp_path / "steps"))
+    assert table.metadata().configuration == TABLE_PROPERTIES
+    for _ in range(12):  # past a checkpoint (every 10 commits)
+        a.write_table("run-a", episodes_to_arrow(make_episodes("run-a", 1, start=100 + _)))
+    assert any(p.name.endswith(".checkpoint.parquet") for p in (tmp_path / "steps" / "_delta_log").iterdir())
+    assert len(TrajectoryStore(tmp_path).episode_ids("run-a")) == 21
+
+
 @pytest.mark.parametrize("mangle, message", [
     (lambda t: t.drop_columns(["state_json"]), "lacks step-schema column"),
     (lambda t: t.slice(1), "incomplete or repeated"),
