@@ -4,7 +4,8 @@ Ignoring delete effects and negative preconditions over-approximates what the ac
 true. A goal atom that is unreachable even then needs a fact nothing establishes (the initial
 state lacks something); a goal that is reachable in the relaxation while the planner proves the
 task unsolvable is contradictory as stated (two goal atoms that cannot hold together, e.g. one
-written the wrong way round). Both are read from the domain and problem the policy sees.
+written the wrong way round), and so is one whose unreachable atoms are all reachable with their
+arguments reversed. All of it is read from the domain and problem the policy sees.
 
 The fixpoint is computed lifted, by joining each action's positive preconditions against the
 facts reached so far; `max_bindings` caps the work per call (the answer is then "unknown").
@@ -204,8 +205,10 @@ def _ground(world: World, atom: list[str], binding: dict[str, str], quantified: 
 
 @functools.lru_cache(maxsize=256)
 def goal_reachability(domain: str, problem: str) -> str:
-    """"reachable" (every positive goal atom is relaxed-reachable), "unreachable", or "unknown"
-    (the PDDL does not parse, the simulator does not model it, or the budget ran out)."""
+    """"reachable" (every positive goal atom is relaxed-reachable), "unreachable",
+    "unreachable_reversed_reachable" (each unreachable goal atom is reachable with its arguments
+    reversed), or "unknown" (the PDDL does not parse, the simulator does not model it, or the
+    budget ran out)."""
     try:
         world = load_world(domain, problem)
     except (PDDLParseError, SExprError, RecursionError):
@@ -214,4 +217,11 @@ def goal_reachability(domain: str, problem: str) -> str:
     reached = relaxed_reachable(world, goal=goal)
     if reached is None:
         return "unknown"
-    return "reachable" if all(g in reached for g in goal) else "unreachable"
+    missing = [g for g in goal if g not in reached]
+    if not missing:
+        return "reachable"
+    # every unreachable goal atom is reachable with its arguments the other way round: most likely
+    # written the wrong way round (e.g. (at l0-1 p0) for (at p0 l0-1)), not a missing fact
+    if all(len(g) >= 3 and (g[0], *reversed(g[1:])) in reached for g in missing):
+        return "unreachable_reversed_reachable"
+    return "unreachable"

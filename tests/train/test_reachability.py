@@ -50,6 +50,9 @@ def test_types_constants_forall_and_conditional_effects():
     assert ("at", "t1", "y") not in reached  # no road leads to y
     assert goal_reachability(domain, prob.format("(visited x) (flag)")) == "reachable"
     assert goal_reachability(domain, prob.format("(at t1 y)")) == "unreachable"
+    # (road depot x) is not, (road x depot) is: a goal atom written the wrong way round
+    assert goal_reachability(domain, prob.format("(road depot x)")) == "unreachable_reversed_reachable"
+    assert goal_reachability(domain, prob.format("(road depot x) (at t1 y)")) == "unreachable"
 
 
 def test_unparsable_pddl_or_an_exhausted_budget_is_unknown():
