@@ -330,7 +330,49 @@ def _pump(pid: int, out_r: int, capture: _Capture, deadline: float):
     return timed_out, status, rusage
 
 
+_check_module = None
+
+
+def _pddl_check():  # noqa: ANN202  (the module, loaded by path: this script has no package)
+    global _check_module
+    if _check_module is None:
+        import importlib.util
+
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pddl_check.py")
+        spec = importlib.util.spec_from_file_location("halo_pddl_check", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+        _check_module = module
+    return _check_module
+
+
+def _static_check(req: dict, arrived: float) -> dict:
+    """The strict check of the request's domain and problem (solvers/pddl_check.py), inside the
+    sandbox: hostile PDDL is parsed here, not in the client. It may use 80% of the call's time."""
+    domain_name, problem_name = req["check"]
+    files = req.get("files", {})
+    domain, problem = (base64.b64decode(files[name]).decode("utf-8", "surrogateescape")
+                       for name in (domain_name, problem_name))
+    check = _pddl_check()
+    try:
+        error = check.check(domain, problem, arrived + 0.8 * float(req["timeout_s"]))
+    except check.CheckTimeout:
+        return {"timed_out": True}
+    return {"passed": True} if error is None else {"error": error.to_dict()}
+
+
 def _handle(req: dict, root: str, seq: int, arrived: float) -> dict:
+    verdict = _static_check(req, arrived) if req.get("check") else None
+    if verdict is not None and "passed" not in verdict:
+        return {"ok": True, "check": verdict}
+    answer = _run(req, root, seq, arrived)
+    if verdict is not None:
+        answer["check"] = verdict
+    return answer
+
+
+def _run(req: dict, root: str, seq: int, arrived: float) -> dict:
     calldir = os.path.join(root, f"call-{seq}")
     os.mkdir(calldir, 0o700)
     try:
@@ -454,6 +496,8 @@ def main() -> None:
         import fast_downward.translate.pddl_parser  # noqa: F401
         if config.get("warm_up", True):
             _warm_translator(root)
+    if config.get("warm_up", True):
+        _pddl_check()
     _send(proto_out, {"ready": True, "pid": os.getpid()})
     seq = 0
     # The worker's own CPU for a call is part of what the call costs, next to the child's rusage

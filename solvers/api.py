@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import time
+from collections.abc import Callable
 from typing import Literal, TypeVar
 
 from solvers import cache, pddl_check
@@ -146,16 +147,70 @@ def _planner_version(name: str) -> str:
     return f"{name} {PLANNERS.get(name).cache_id()} {pddl_check.VERSION}"
 
 
-def _runner(pool: WorkerPool, files: dict[str, str | bytes], limits: Limits, deadline: float
-            ) -> tuple[RunRequest, list[RunResult]]:
-    """A planner's way into the sandbox for this call, and the runs it made (for their level)."""
+class _CheckFailed(Exception):
+    """The strict check, run in the sandbox with the call's first request, found an error."""
+
+    def __init__(self, error: pddl_check.CheckError | None, cpu_s: float = 0.0):  # error None: out of time
+        self.error = error
+        self.cpu_s = cpu_s  # the sandboxed worker's CPU for the check
+
+
+def _runner(pool: WorkerPool, files: dict[str, str | bytes], limits: Limits, deadline: float,
+            check: tuple[str, str] | None = None) -> tuple[RunRequest, list[RunResult]]:
+    """A planner's way into the sandbox for this call, and the runs it made (for their level).
+
+    With `check` (the pair's texts, when this process has no verdict for it yet), the strict
+    check runs in the sandboxed worker before the first request's program: hostile PDDL is
+    parsed under the sandbox, and its CPU counts as the call's solver time. The verdict is
+    remembered here, so the validation after a plan does not check the pair again."""
     runs: list[RunResult] = []
+    unchecked = [check] if check is not None else []
 
     def run(request: dict, collect: tuple[str, ...] = ()) -> RunResult:
-        runs.append(pool.request(request, files=files, limits=limits, collect=collect, deadline=deadline))
-        return runs[-1]
+        texts = unchecked[0] if unchecked else None
+        result = pool.request(request, files=files, limits=limits, collect=collect, deadline=deadline,
+                              check=("domain.pddl", "problem.pddl") if texts else None)
+        if texts and result.static_check:  # else the worker failed before judging: ask again next time
+            unchecked.clear()
+            verdict = result.static_check
+            if verdict.get("timed_out"):
+                raise _CheckFailed(None, result.cpu_s)
+            error = pddl_check.CheckError.from_dict(verdict["error"]) if verdict.get("error") else None
+            pddl_check.remember(*texts, error)
+            if error is not None:
+                raise _CheckFailed(error, result.cpu_s)
+        runs.append(result)
+        return result
 
     return run, runs
+
+
+def _check_here(domain: str, problem: str, t0: float, limits: Limits) -> pddl_check.CheckError | None:
+    """The check in this process, for a call that ran nothing in the sandbox. Raises _CheckFailed."""
+    try:
+        error = pddl_check.check(domain, problem, _check_deadline(t0, limits))
+    except pddl_check.CheckTimeout:
+        raise _CheckFailed(None) from None
+    if error is not None:
+        raise _CheckFailed(error)
+    return None
+
+
+def _checked(call: Callable[[RunRequest], R], pool: WorkerPool, files: dict[str, str | bytes], limits: Limits,
+             t0: float, domain: str, problem: str, failed: Callable[[_CheckFailed], R]) -> R:
+    """Run a planner or validator behind the strict check: "a plan is never valid, and no plan is
+    made, on PDDL that is not well-formed", whichever program would run."""
+    known, error = pddl_check.recall(domain, problem)
+    try:
+        if error is not None:
+            raise _CheckFailed(error)
+        run, runs = _runner(pool, files, limits, t0 + limits.timeout_s, None if known else (domain, problem))
+        result = call(run)
+        if not runs and not known:  # the program answered without running: its answer must not hide an error
+            _check_here(domain, problem, t0, limits)
+    except _CheckFailed as exc:
+        return failed(exc)
+    return _finish(result, runs, t0)
 
 
 def _finish(result: R, runs: list[RunResult], t0: float) -> R:
@@ -169,24 +224,21 @@ def _finish(result: R, runs: list[RunResult], t0: float) -> R:
 
 def _plan(domain: str, problem: str, name: str, search: str | None, alias: str, limits: Limits,
           sandbox: str | None, t0: float) -> PlanResult:
-    pool = get_pool(sandbox)
-    files: dict[str, str | bytes] = {"domain.pddl": domain, "problem.pddl": problem}
     blank = _blank_input(domain, problem, name)
     if blank is not None:
         return blank
-    deadline = t0 + limits.timeout_s
-    try:
-        error = pddl_check.check(domain, problem, _check_deadline(t0, limits))
-    except pddl_check.CheckTimeout:
-        return PlanResult(ErrorCategory.SEARCH_TIMEOUT, name, message="wall-clock limit hit in the static check",
-                          wall_s=time.monotonic() - t0)
-    if error is not None:
-        return PlanResult(error.category, name, message=str(error), diagnostics=[error.code],
-                          output_tail=error.diagnostic, wall_s=time.monotonic() - t0)
     tool: Planner = PLANNERS.get(name)
-    run, runs = _runner(pool, files, limits, deadline)
-    result = tool.plan(domain, problem, alias=alias, search=search, limits=limits, run=run)
-    return _finish(result, runs, t0)
+
+    def failed(exc: _CheckFailed) -> PlanResult:
+        if exc.error is None:
+            return PlanResult(ErrorCategory.SEARCH_TIMEOUT, name, message="wall-clock limit hit in the static check",
+                              wall_s=time.monotonic() - t0, cpu_s=exc.cpu_s)
+        return PlanResult(exc.error.category, name, message=str(exc.error), diagnostics=[exc.error.code],
+                          output_tail=exc.error.diagnostic, wall_s=time.monotonic() - t0, cpu_s=exc.cpu_s)
+
+    return _checked(lambda run: tool.plan(domain, problem, alias=alias, search=search, limits=limits, run=run),
+                    get_pool(sandbox), {"domain.pddl": domain, "problem.pddl": problem}, limits, t0,
+                    domain, problem, failed)
 
 
 def validate(domain: str, problem: str, plan_text: str, *, limits: Limits = Limits(),
@@ -212,23 +264,23 @@ def validate(domain: str, problem: str, plan_text: str, *, limits: Limits = Limi
 
 def _validate(domain: str, problem: str, plan_text: str, limits: Limits, sandbox: str | None,
               t0: float) -> ValidationResult:
-    deadline = t0 + limits.timeout_s
-    files: dict[str, str | bytes] = {"domain.pddl": domain, "problem.pddl": problem, "plan.txt": plan_text}
-    pool = get_pool(sandbox)
-    # A plan is never valid on PDDL that is not well-formed, whichever validator would run.
-    try:
-        error = pddl_check.check(domain, problem, _check_deadline(t0, limits))
-    except pddl_check.CheckTimeout:
-        return ValidationResult(ErrorCategory.SEARCH_TIMEOUT, validator_name(),
-                                message="wall-clock limit hit in the static check", wall_s=time.monotonic() - t0)
-    if error is not None:
-        return ValidationResult(error.category, validator_name(), location=error.location, message=error.message,
-                                diagnostics=[error.code], output_tail=error.diagnostic, wall_s=time.monotonic() - t0)
+    name = validator_name()
     long_line = _overlong_plan_line(plan_text)
-    if long_line is not None:
-        return ValidationResult(ErrorCategory.PARSE_ERROR_PLAN, validator_name(), location=f"plan.txt:{long_line}:1",
-                                message=f"plan line {long_line} is over {MAX_PLAN_LINE:,} characters: not a plan step",
-                                wall_s=time.monotonic() - t0)
-    run, runs = _runner(pool, files, limits, deadline)
-    result = PLANNERS.get(validator_name()).validate(plan_text, limits=limits, run=run)
-    return _finish(result, runs, t0)
+
+    def failed(exc: _CheckFailed) -> ValidationResult:
+        if exc.error is None:
+            return ValidationResult(ErrorCategory.SEARCH_TIMEOUT, name, wall_s=time.monotonic() - t0,
+                                    message="wall-clock limit hit in the static check", cpu_s=exc.cpu_s)
+        return ValidationResult(exc.error.category, name, location=exc.error.location, message=exc.error.message,
+                                diagnostics=[exc.error.code], output_tail=exc.error.diagnostic,
+                                wall_s=time.monotonic() - t0, cpu_s=exc.cpu_s)
+
+    def call(run: RunRequest) -> ValidationResult:
+        if long_line is not None:
+            return ValidationResult(ErrorCategory.PARSE_ERROR_PLAN, name, location=f"plan.txt:{long_line}:1",
+                                    message=f"plan line {long_line} is over {MAX_PLAN_LINE:,} characters: not a plan "
+                                            "step", wall_s=time.monotonic() - t0)
+        return PLANNERS.get(name).validate(plan_text, limits=limits, run=run)
+
+    files: dict[str, str | bytes] = {"domain.pddl": domain, "problem.pddl": problem, "plan.txt": plan_text}
+    return _checked(call, get_pool(sandbox), files, limits, t0, domain, problem, failed)

@@ -18,9 +18,14 @@ import re
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
-from solvers.results import ErrorCategory
+if TYPE_CHECKING:
+    from solvers.results import ErrorCategory
+
+# Stdlib only at import time: the sandboxed solver worker (solvers/_worker.py) loads this file by
+# its path and runs the check there, next to the planner, under the sandbox.
 
 VERSION = "2"  # part of the result cache's key: bump when the check's verdicts change
 DOMAIN_FILE, PROBLEM_FILE = "domain.pddl", "problem.pddl"
@@ -57,7 +62,7 @@ class Node(list):
 
     def __init__(self, items: list | tuple = ()) -> None:
         super().__init__(items)
-        self.at = (1, 1)
+        self.at = -1  # offset in the text; -1: not from the text
         self.pos: list[int] = []
 
 
@@ -71,7 +76,16 @@ class CheckError:
 
     @property
     def category(self) -> ErrorCategory:
+        from solvers.results import ErrorCategory
+
         return ErrorCategory.PARSE_ERROR_DOMAIN if self.file == DOMAIN_FILE else ErrorCategory.PARSE_ERROR_PROBLEM
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> CheckError:
+        return cls(str(data["file"]), int(data["line"]), int(data["col"]), str(data["code"]), str(data["message"]))
 
     @property
     def location(self) -> str:
@@ -100,49 +114,49 @@ class _Skip(Exception):
     """The text is not something this check understands: leave the verdict to the planner."""
 
 
-_LEXEME = re.compile(r";[^\n]*|\n|[()]|[^\s()]+")
+_LEXEME = re.compile(r";[^\n]*|[()]|[^\s()]+")
 
 
 def _parse(text: str, deadline: float | None = None) -> Node:
-    """Nested lists of lower-cased tokens; each token and list knows its (line, col)."""
+    """Nested lists of lower-cased tokens; each token and list knows its offset in the text (turned
+    into line:col only for a diagnostic, by _Checker.line_col)."""
     if deadline is not None and time.monotonic() > deadline:
         raise CheckTimeout
     root = Node()
     stack = [root]
+    parent = root
     intern = sys.intern
-    line, line_start = 1, 0
-    for m in _LEXEME.finditer(text):
+    opened = 0
+    for m in _LEXEME.finditer(text.lower()):
         value = m.group()
         first = value[0]
-        if first == "\n":
-            line, line_start = line + 1, m.end()
-            if deadline is not None and not line % 256 and time.monotonic() > deadline:
-                raise CheckTimeout
-        elif first == ";":
+        if first == ";":
             continue
-        elif first == "(":
+        if first == "(":
             node = Node()
-            col = m.start() - line_start + 1
-            node.at = (line, col)
-            parent = stack[-1]
+            node.at = start = m.start()
             parent.append(node)
-            parent.pos.append(line << 32 | col)
+            parent.pos.append(start)
             stack.append(node)
+            parent = node
+            opened += 1
+            if deadline is not None and not opened & 1023 and time.monotonic() > deadline:
+                raise CheckTimeout
         elif first == ")":
             if len(stack) == 1:
                 raise _Skip
             stack.pop()
+            parent = stack[-1]
         elif "?" in value[1:]:  # the translator splits "?x" off a preceding word; so do we
             offset = 0
-            parent = stack[-1]
+            start = m.start()
             for part in value.replace("?", " ?").split():
                 offset = value.index(part, offset)
-                parent.append(intern(part.lower()))
-                parent.pos.append(line << 32 | (m.start() - line_start + 1 + offset))
+                parent.append(intern(part))
+                parent.pos.append(start + offset)
         else:
-            parent = stack[-1]
-            parent.append(intern(value.lower()))
-            parent.pos.append(line << 32 | (m.start() - line_start + 1))
+            parent.append(intern(value))
+            parent.pos.append(m.start())
     if len(stack) != 1 or len(root) != 1 or not isinstance(root[0], Node):
         raise _Skip
     top = root[0]
@@ -151,42 +165,64 @@ def _parse(text: str, deadline: float | None = None) -> Node:
     return top
 
 
-def _pos(item: Tok | Node, node: Node | None = None) -> tuple[int, int]:
+def _pos(item: Tok | Node, node: Node | None = None) -> int:
+    """The offset of `item` in its text (-1: unknown)."""
     if isinstance(item, Node):
         return item.at
     if node is not None:
         for i, child in enumerate(node):
             if child is item or (isinstance(child, str) and child == item):
                 if i < len(node.pos):
-                    return node.pos[i] >> 32, node.pos[i] & 0xFFFFFFFF
+                    return node.pos[i]
                 break
         return node.at
-    return 1, 1
+    return -1
 
 
 class _Types:
     def __init__(self) -> None:
         self.parents: dict[str, set[str]] = {"object": set(), "number": set()}
+        # Every argument of every init fact asks these; a domain declares a handful of types, and
+        # the answers are kept until a declaration changes them.
+        self._ancestors: dict[str, frozenset[str]] = {}
+        self._answers: dict[tuple[bool, tuple[str, ...], tuple[str, ...]], bool] = {}
+
+    def declare(self, name: str, parents: tuple[str, ...] = ()) -> None:
+        self.parents.setdefault(name, set()).update(parents)
+        self._ancestors.clear()
+        self._answers.clear()
 
     def declared(self, name: str) -> bool:
         return name in self.parents
 
-    def ancestors(self, name: str) -> set[str]:
-        seen, todo = {name}, [name]
-        while todo:
-            for parent in self.parents.get(todo.pop(), ()):
-                if parent not in seen:
-                    seen.add(parent)
-                    todo.append(parent)
-        return seen | {"object"}
+    def ancestors(self, name: str) -> frozenset[str]:
+        found = self._ancestors.get(name)
+        if found is None:
+            seen, todo = {name}, [name]
+            while todo:
+                for parent in self.parents.get(todo.pop(), ()):
+                    if parent not in seen:
+                        seen.add(parent)
+                        todo.append(parent)
+            found = self._ancestors[name] = frozenset(seen | {"object"})
+        return found
 
     def subtype(self, have: tuple[str, ...], want: tuple[str, ...]) -> bool:
         """Every type `have` may be is one of `want` or below it."""
-        return all(any(w in self.ancestors(h) for w in want) for h in have)
+        key = (True, have, want)
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answers[key] = all(any(w in self.ancestors(h) for w in want) for h in have)
+        return answer
 
     def compatible(self, have: tuple[str, ...], want: tuple[str, ...]) -> bool:
         """Some value could satisfy both (a variable of a supertype narrowed by the atom is legal)."""
-        return any(w in self.ancestors(h) or h in self.ancestors(w) for h in have for w in want)
+        key = (False, have, want)
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answers[key] = any(w in self.ancestors(h) or h in self.ancestors(w)
+                                              for h in have for w in want)
+        return answer
 
 
 def _sections(top: Node, kind: str) -> dict[str, list[Node]]:
@@ -207,6 +243,7 @@ class _Checker:
     def __init__(self, deadline: float | None = None) -> None:
         self.deadline = deadline
         self.file = DOMAIN_FILE
+        self.text = ""  # of the file being checked, for line:col of a diagnostic
         self.types = _Types()
         self.typing = False
         self.predicates: dict[str, list[tuple[str, ...]]] = {}
@@ -231,13 +268,18 @@ class _Checker:
 
     # ------------------------------------------------------------ helpers
 
+    def line_col(self, offset: int) -> tuple[int, int]:
+        if offset < 0:
+            return 1, 1
+        return self.text.count("\n", 0, offset) + 1, offset - self.text.rfind("\n", 0, offset)
+
     def fail(self, at: Tok | Node, code: str, message: str, node: Node | None = None) -> None:
-        line, col = _pos(at, node)
+        line, col = self.line_col(_pos(at, node))
         raise _Fail(CheckError(self.file, line, col, code, message))
 
     def use(self, requirement: str, at: Tok | Node, node: Node | None = None) -> None:
         if requirement not in self.used:
-            line, col = _pos(at, node)
+            line, col = self.line_col(_pos(at, node))
             self.used[requirement] = (line, col, self.file)
 
     def type_name(self, item: Tok | Node, node: Node) -> tuple[str, ...]:
@@ -269,9 +311,9 @@ class _Checker:
                 if declare_types:
                     parents = (str(target),) if isinstance(target, Tok) else tuple(str(x) for x in target[1:])
                     for name in pending:
-                        self.types.parents.setdefault(name, set()).update(parents)
+                        self.types.declare(name, parents)
                     for parent in parents:
-                        self.types.parents.setdefault(parent, set())
+                        self.types.declare(parent)
                     kind: tuple[str, ...] = parents
                 else:
                     kind = self.type_name(target, node)
@@ -285,7 +327,7 @@ class _Checker:
             i += 1
         if declare_types:
             for name in pending:
-                self.types.parents.setdefault(name, set())
+                self.types.declare(name)
         out += [(name, ("object",)) for name in pending]
         return out
 
@@ -610,6 +652,7 @@ def _domain_state(domain: str, deadline: float | None) -> _Checker | CheckError 
             return _DOMAINS[domain]
     checker = _Checker(deadline)
     state: _Checker | CheckError | None = checker
+    checker.text = domain
     try:
         checker.domain(_parse(domain, deadline))
     except _Fail as exc:
@@ -629,17 +672,34 @@ def _domain_state(domain: str, deadline: float | None) -> _Checker | CheckError 
 def check(domain: str, problem: str, deadline: float | None = None) -> CheckError | None:
     """The first definite error of the pair, or None (well-formed, or beyond this check).
     Raises CheckTimeout when time.monotonic() passes `deadline` (a timeout is not remembered)."""
-    key = (domain, problem)
-    with _DOMAINS_LOCK:
-        if key in _PAIRS:
-            _PAIRS.move_to_end(key)
-            return _PAIRS[key]
+    known, verdict = recall(domain, problem)
+    if known:
+        return verdict
     verdict = _check_pair(domain, problem, deadline)
+    remember(domain, problem, verdict)
+    return verdict
+
+
+_UNKNOWN = object()
+
+
+def recall(domain: str, problem: str) -> tuple[bool, CheckError | None]:
+    """(True, verdict) when this process has judged the pair before, else (False, None)."""
     with _DOMAINS_LOCK:
-        _PAIRS[key] = verdict
+        verdict = _PAIRS.get((domain, problem), _UNKNOWN)
+        if verdict is _UNKNOWN:
+            return False, None
+        _PAIRS.move_to_end((domain, problem))
+        return True, verdict  # type: ignore[return-value]
+
+
+def remember(domain: str, problem: str, verdict: CheckError | None) -> None:
+    """Keep a verdict reached here or elsewhere (in the sandboxed worker) for the pair."""
+    with _DOMAINS_LOCK:
+        _PAIRS[(domain, problem)] = verdict
+        _PAIRS.move_to_end((domain, problem))
         while len(_PAIRS) > _PAIR_CACHE_SIZE:
             _PAIRS.popitem(last=False)
-    return verdict
 
 
 def _check_pair(domain: str, problem: str, deadline: float | None) -> CheckError | None:
@@ -650,6 +710,7 @@ def _check_pair(domain: str, problem: str, deadline: float | None) -> CheckError
         if not isinstance(state, _Checker):
             return state
         checker = state.for_problem(deadline)
+        checker.text = problem
         checker.problem(_parse(problem, deadline))
         checker.used = {k: v for k, v in checker.used.items() if k not in LENIENT_REQUIREMENTS}
         checker.requirements_cover()

@@ -39,6 +39,7 @@ from solvers.sandbox import (
 )
 
 WORKER_SCRIPT = Path(__file__).with_name("_worker.py")
+CHECK_MODULE = Path(__file__).with_name("pddl_check.py")  # loaded by the worker by its path
 START_TIMEOUT_S = 60.0
 # How long past the call's own limit the client waits for the worker's answer before it
 # declares the worker broken and kills it (the worker kills the call at the limit itself).
@@ -55,7 +56,7 @@ class WorkerGone(WorkerError):
 
 def _ro_paths() -> list[str]:
     _, runtime_dirs = python_runtime()
-    paths = list(runtime_dirs) + [str(WORKER_SCRIPT.resolve())]
+    paths = list(runtime_dirs) + [str(WORKER_SCRIPT.resolve()), str(CHECK_MODULE.resolve())]
     for planner in planners():
         for found in planner.ro_paths():
             if not str(found).startswith("/usr/"):
@@ -267,9 +268,12 @@ class WorkerPool:
             self._release(worker, broken=False)
 
     def request(self, request: dict, *, files: dict[str, str | bytes], limits: Limits,
-                collect: tuple[str, ...] = (), deadline: float | None = None) -> RunResult:
+                collect: tuple[str, ...] = (), deadline: float | None = None,
+                check: tuple[str, str] | None = None) -> RunResult:
         """Run one request. `deadline` (time.monotonic()) bounds the whole call, the staging of
-        the files included; without it the call gets limits.timeout_s from when it is sent."""
+        the files included; without it the call gets limits.timeout_s from when it is sent.
+        `check`: the domain and problem file names, to run the strict check on before the program
+        (a failed check answers without running it)."""
         confine = self.level != "none"
         payload = dict(request)
         payload.update(
@@ -279,6 +283,7 @@ class WorkerPool:
             timeout_s=limits.timeout_s,
             output_bytes=limits.output_bytes,
             collect=list(collect),
+            check=list(check) if check else None,
             collect_bytes=limits.file_mb * 1024 * 1024,
             env=scrubbed_env(),
             confine=confine,
@@ -314,6 +319,9 @@ class WorkerPool:
             self._release(worker, broken=False)
             if not answer.get("ok"):
                 return RunResult(None, level=self.level, error=answer.get("error", "worker error"))
+            if "returncode" not in answer:  # the strict check failed: nothing ran
+                return RunResult(None, level=self.level, cpu_s=answer.get("host_cpu_s", 0.0),
+                                 static_check=answer.get("check") or {}, error="the strict check failed")
             return RunResult(
                 returncode=answer["returncode"],
                 output=answer["output"],
@@ -325,6 +333,7 @@ class WorkerPool:
                 level=self.level,
                 leftover_processes=answer["leftover_processes"],
                 translated=answer["translated"],
+                static_check=answer.get("check") or {},
             )
         return RunResult(None, level=self.level, error="solver worker failed twice")
 

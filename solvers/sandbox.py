@@ -46,6 +46,9 @@ class RunResult:
     error: str = ""  # set when the worker itself failed (then returncode is None)
     leftover_processes: int = 0
     translated: bool = False
+    # The strict check's verdict when the request asked for it (solvers/pddl_check.py, run by the
+    # worker before the program): {"passed": True}, {"error": CheckError fields} or {"timed_out": True}.
+    static_check: dict = field(default_factory=dict)
 
 
 def bwrap_path() -> str | None:

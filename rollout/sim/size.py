@@ -45,8 +45,12 @@ def task_size(problem: list[SExpr], plan: str | None) -> float:
     return math.exp(sum(math.log(max(1, p)) for p in parts) / len(parts))
 
 
-def size_excess(size: float, reference: float) -> float:
-    """ln(size / reference) above the reference, 0.0 at or below it (or with no reference)."""
+def size_excess(size: float, reference: float, exponent: float = 1.0) -> float:
+    """ln(size / reference) ** exponent above the reference, 0.0 at or below it (or with no reference).
+
+    An exponent below 1 makes the first steps above the reference count the most: a draft grows
+    worse quickly from a small task to a middling one, and more slowly once it is already long.
+    """
     if reference <= 0 or size <= reference:
         return 0.0
-    return math.log(size / reference)
+    return math.log(size / reference) ** exponent

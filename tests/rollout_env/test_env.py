@@ -6,7 +6,11 @@ data/env_trajectories.json was recorded from `run_episode` on main before rollou
 depends on the clock (`_stable` below lists it). One entry (depots instance-5, seed 8) was
 re-recorded when the rules layer stopped sending the strict check's `[semantic.*]` errors to
 agent 9: the old record was ten rule-9 steps on a type mismatch agent 9 cannot repair; the new
-one is agent 18, then the accepted plan.
+one is agent 18, then the accepted plan. Four entries (depots instance-5 and logistics
+probLOGISTICS-4-1, both seeds) were re-recorded from the code when the simulated world's size
+reference went from 10 to 4: their sizes (9.5 and 7.7) are now above it, so their drafts carry
+more faults (three of the four now run out of steps); the two blocksworld entries (size 2.5) are
+unchanged.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 
 from rollout.pddl.sexpr import parse
 from rollout.sim import Fault, SimConfig, SimWorld
-from rollout.sim.size import task_size
+from rollout.sim.size import size_excess, task_size
 from rollout.tasks import Task, load_tasks
 from rollout.tasks.loaders import DATA
 
@@ -52,8 +52,16 @@ def test_task_size_is_read_from_the_task() -> None:
     assert SimWorld(tower(6), DRAFTING).size == pytest.approx((6 * 5 * 10) ** (1 / 3))
 
 
+def test_the_excess_is_a_power_of_the_log_ratio_above_the_reference() -> None:
+    assert size_excess(3.0, 4.0) == size_excess(4.0, 4.0) == 0.0
+    assert size_excess(16.0, 4.0, 1.0) == pytest.approx(math.log(4))
+    assert size_excess(16.0, 4.0, 0.5) == pytest.approx(math.sqrt(math.log(4)))
+    assert size_excess(16.0, 0.0) == 0.0  # no reference: size-blind
+
+
 def test_at_or_below_the_reference_the_draft_is_the_size_blind_one() -> None:
-    small, large = tower(4), tower(20)
+    small, large = tower(3), tower(20)  # sizes 2.9 (below the reference) and 23.7
+    assert SimWorld(small, DRAFTING).size < DRAFTING.size_reference < SimWorld(large, DRAFTING).size
     assert SimWorld(small, DRAFTING).size_excess == 0.0
     assert drafts(small, DRAFTING) == drafts(small, BLIND)
     # a large task with the reference set to its own size: exactly the size-blind world too
@@ -62,12 +70,12 @@ def test_at_or_below_the_reference_the_draft_is_the_size_blind_one() -> None:
 
 
 def test_mean_draft_faults_grow_with_size() -> None:
-    sizes = [4, 12, 24, 48]  # task sizes 4.2, 14.3, 29.4, 59.6: below, then above the reference of 10
+    sizes = [3, 12, 24, 48]  # task sizes 2.9, 14.3, 29.4, 59.6: below, then above the reference
     means = [mean(len(faults) for faults, _, _ in drafts(tower(n), DRAFTING)) for n in sizes]
     blind = [mean(len(faults) for faults, _, _ in drafts(tower(n), BLIND)) for n in sizes]
     assert means[0] == blind[0]
     assert means[1] < means[2] < means[3], means
-    assert means[3] > blind[3] + 1.0, (means, blind)  # x = ln(5.96): 2.6 more faults on average
+    assert means[3] > blind[3] + 1.0, (means, blind)  # 59.6 is 15x the reference
 
 
 def test_repairs_succeed_less_often_on_a_larger_task() -> None:
@@ -80,5 +88,5 @@ def test_repairs_succeed_less_often_on_a_larger_task() -> None:
         return count
 
     large = tower(48)
-    assert repaired(tower(4), DRAFTING) == repaired(tower(4), BLIND)
+    assert repaired(tower(3), DRAFTING) == repaired(tower(3), BLIND)
     assert repaired(large, DRAFTING) < repaired(large, BLIND)

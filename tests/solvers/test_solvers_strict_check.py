@@ -140,3 +140,50 @@ def test_planbench_tasks_keep_their_verdicts(name):
     doubled = [result.plan[0], *result.plan]
     bad = solvers.validate(domain, problem, solvers.plan_to_text(doubled))
     assert bad.category is ErrorCategory.PLAN_INVALID and bad.failing_step == 2, bad
+
+
+@pytest.mark.parametrize(("name", "domain", "problem", "category", "code", "symbol"), BROKEN[:4],
+                         ids=[case[0] for case in BROKEN[:4]])
+def test_the_check_runs_in_the_sandbox_with_the_same_verdict(monkeypatch, name, domain, problem, category, code,
+                                                             symbol):
+    expected = pddl_check._check_pair(domain, problem, None)  # judged here, not remembered
+    pddl_check._PAIRS.clear()
+
+    def not_here(*args: object) -> None:
+        raise AssertionError("the pair was checked in the client, not in the sandboxed worker")
+
+    monkeypatch.setattr(pddl_check, "_check_pair", not_here)
+    verdict = solvers.validate(domain, problem, PLAN)
+    assert verdict.category is expected.category and verdict.location == expected.location
+    assert verdict.diagnostics == [expected.code] and verdict.cpu_s > 0
+    assert pddl_check.recall(domain, problem) == (True, expected)
+    assert solvers.plan(domain, problem).category is expected.category  # from the remembered verdict
+
+
+def test_a_pair_is_checked_once_per_process(monkeypatch):
+    from solvers.pool import WorkerPool
+
+    asked: list[object] = []
+    request = WorkerPool.request
+
+    def spy(self, *args, **kwargs):  # noqa: ANN001,ANN202
+        asked.append(kwargs.get("check"))
+        return request(self, *args, **kwargs)
+
+    monkeypatch.setattr(WorkerPool, "request", spy)
+    problem = PROBLEM.replace("two-parcels", "checked-once")
+    assert pddl_check.recall(DOMAIN, problem) == (False, None)
+    assert solvers.plan(DOMAIN, problem).ok
+    assert solvers.validate(DOMAIN, problem, PLAN).valid
+    assert asked[0] == ("domain.pddl", "problem.pddl") and not any(asked[1:]), asked
+    assert pddl_check.recall(DOMAIN, problem) == (True, None)
+
+
+def test_an_answer_made_without_the_sandbox_still_puts_the_check_first():
+    """An over-long plan line is refused before anything runs; ill-formed PDDL still comes first."""
+    pddl_check._PAIRS.clear()
+    problem = PROBLEM.replace("(at p2 shop)", "(at p2 shop) (sunny home)")
+    verdict = solvers.validate(DOMAIN, problem, "(" + "x" * 200_000 + ")\n")
+    assert verdict.category is ErrorCategory.PARSE_ERROR_PROBLEM and "sunny" in verdict.message
+    verdict = solvers.validate(DOMAIN, PROBLEM, "(" + "x" * 200_000 + ")\n")
+    assert verdict.category is ErrorCategory.PARSE_ERROR_PLAN
