@@ -38,7 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", default="teacher:model=sim",
                     help="the prompted orchestrator the trained policies are judged against (no rules layer)")
     ap.add_argument("--train-seeds", type=int, default=None)
-    ap.add_argument("--eval-seeds", type=int, default=None)
+    ap.add_argument("--eval-seeds", type=int, default=None,
+                    help="episodes per held-out task and policy (default 6; --quick 1)")
+    ap.add_argument("--cross-domain-seeds", type=int, default=2, help="episodes per task in the cross-domain table")
+    ap.add_argument("--progress-only", action="store_true",
+                    help="train the main fast policy with the step-level verifier filter (ablated either way)")
     ap.add_argument("--usd-per-hour", type=float, default=1.2, help="hardware price of the trained policy")
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--llm-policy", action="store_true", help="also train and evaluate the SmolLM2 LoRA policy")
@@ -53,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     cfg = PipelineConfig(
         out=out, tasks=args.tasks or ("planbench:all:10,ipc:bundled" if args.quick else "planbench:all:25,ipc:bundled"),
         teacher=args.teacher, baseline=args.baseline, train_seeds=args.train_seeds or (2 if args.quick else 6),
-        eval_seeds=args.eval_seeds or (1 if args.quick else 2), hardware_usd_per_hour=args.usd_per_hour,
+        eval_seeds=args.eval_seeds or (1 if args.quick else 6),
+        cross_domain_seeds=args.cross_domain_seeds, progress_only=args.progress_only,
+        hardware_usd_per_hour=args.usd_per_hour,
         concurrency=args.concurrency, ablations=not args.no_ablations, cross_domain=not args.no_cross_domain,
         llm_policy=args.llm_policy, llm_steps=args.llm_steps, llm_eval_tasks=args.llm_eval_tasks)
     t0 = time.perf_counter()

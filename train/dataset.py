@@ -39,6 +39,7 @@ class BuildConfig:
     seed: int = 0
     prefer_cheap: bool = False
     drop_idle: bool = False  # drop steps whose agent changed nothing (train/examples.idle_step)
+    progress_only: bool = False  # keep only steps after which the validator shows progress (progress_step)
     augment_copies: int = 1  # verdict-preserving variants per accepted episode (0: none)
     verify_augment: bool = True  # re-run the validator on each variant's final plan
     paraphrase: bool = False
@@ -127,11 +128,12 @@ def build_examples(episodes: list[EpisodeRecord], config: BuildConfig,
                    ) -> tuple[list[Example], dict[str, int]]:
     counts = FilterCounts()
     examples = select_examples(episodes, config.check, counts, prefer_cheap=config.prefer_cheap,
-                               drop_idle=config.drop_idle)
+                               drop_idle=config.drop_idle, progress_only=config.progress_only)
     stages = {"episodes read": counts.episodes_in, f"episodes accepted ({config.check})": counts.episodes_accepted,
               "costly episodes dropped (prefer_cheap)": counts.episodes_costly,
               "steps read": counts.steps_in, "rule steps dropped": counts.steps_hardcoded,
               "idle steps dropped (drop_idle)": counts.steps_idle,
+              "steps without verifier progress dropped (progress_only)": counts.steps_no_progress,
               "duplicates dropped": counts.duplicates_dropped, "examples kept": counts.steps_kept}
     if not examples:
         return [], stages

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ class FilterCounts:
     steps_in: int = 0
     steps_hardcoded: int = 0
     steps_idle: int = 0
+    steps_no_progress: int = 0
     steps_kept: int = 0
     duplicates_dropped: int = 0
 
@@ -92,13 +94,38 @@ def idle_step(st: StepRecord) -> bool:
             and st.plan_after == before.get("plan", ""))
 
 
+_NUMBER_RE = re.compile(r"\d+")
+
+
+def _verdict(state_json: str) -> tuple[str, frozenset[str]]:
+    """What the validator said about a state: its error category and its error lines with the
+    numbers (lines, columns, steps) blanked, so an edit that only moves text is no progress."""
+    state = json.loads(state_json)
+    lines = state.get("validator_errors", "").splitlines()
+    return state.get("error_category", ""), frozenset(_NUMBER_RE.sub("#", ln).strip() for ln in lines if "error" in ln)
+
+
+def progress_step(ep: EpisodeRecord, index: int) -> bool:
+    """The step-level verifier signal: after step `index` the plan validated, or the validator's
+    verdict on the next state differs from the one the decision was made on (the error it
+    reported was repaired or changed). Read from the record, no hidden knowledge."""
+    st = ep.steps[index]
+    if st.plan_valid:
+        return True
+    if index + 1 >= len(ep.steps):
+        return False
+    return _verdict(ep.steps[index + 1].state_json) != _verdict(st.state_json)
+
+
 def select_examples(episodes: Iterable[EpisodeRecord], check: str = "validator",
                     counts: FilterCounts | None = None, *, prefer_cheap: bool = False,
-                    drop_idle: bool = False) -> list[Example]:
+                    drop_idle: bool = False, progress_only: bool = False) -> list[Example]:
     """Examples from accepted episodes. `prefer_cheap` also drops, per task, the accepted episodes
     that needed more LLM calls than that task's median: the student then imitates the teacher's
     efficient successes rather than its detours. `drop_idle` drops the steps whose agent changed
-    nothing (`idle_step`), so the labels are the decisions that moved the episode."""
+    nothing (`idle_step`), so the labels are the decisions that moved the episode.
+    `progress_only` (the step-level verifier filter) keeps only steps after which the validator
+    shows progress (`progress_step`)."""
     counts = counts if counts is not None else FilterCounts()
     seen: set[str] = set()
     out: list[Example] = []
@@ -112,7 +139,7 @@ def select_examples(episodes: Iterable[EpisodeRecord], check: str = "validator",
         if cheap is not None and ep.episode_id not in cheap:
             counts.episodes_costly += 1
             continue
-        for st in ep.steps:
+        for index, st in enumerate(ep.steps):
             if st.is_hardcoded:
                 counts.steps_hardcoded += 1
                 continue
@@ -120,6 +147,9 @@ def select_examples(episodes: Iterable[EpisodeRecord], check: str = "validator",
                 continue  # the dynamic agent is outside the model's vocabulary
             if drop_idle and idle_step(st):
                 counts.steps_idle += 1
+                continue
+            if progress_only and not progress_step(ep, index):
+                counts.steps_no_progress += 1
                 continue
             key = example_id_for(st.state_json, st.agent_id)
             if key in seen:

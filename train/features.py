@@ -19,8 +19,9 @@ from collections.abc import Iterable
 from rollout.pddl.sections import section, sections
 from rollout.pddl.sexpr import SExprError, parse_shared
 from rollout.state import EpisodeState
+from train.reachability import goal_reachability
 
-FEATURE_VERSION = "halo-feat-2"
+FEATURE_VERSION = "halo-feat-3"
 DEFAULT_BUCKETS = 1 << 20
 
 _CODE_RE = re.compile(r"\[([a-z_]+\.[a-z_]+)\]")
@@ -63,7 +64,7 @@ def state_features(state: EpisodeState) -> list[str]:
     feats.extend(f"log={w}" for w in set(_words(log)))
     domain = state.domain.lower()
     feats.extend(f"dom:{m}" for m in _DOMAIN_MARKERS if m in domain)
-    failure = _failure_features(state)
+    failure = _failure_features(state) + _goal_features(state)
     # The whole symptom (category, codes, failure analysis) together with the last k agents
     # tried: what decides the next candidate when the first repair did not take.
     key = "|".join([state.error_category or "none", *sorted(codes), *failure])
@@ -161,6 +162,37 @@ def _atoms(expr: object, *, positive_only: bool, arity: dict[str, int] | None = 
         if arity is not None:
             arity[head] = len(expr) - 1
     return out
+
+
+# The planner and validator ran on parsed PDDL: the categories where the goal's relaxed
+# reachability tells "the initial state lacks a fact" from "the goal contradicts itself".
+_REACH_CATEGORIES = frozenset({"unsolvable_proved", "plan_invalid", "search_timeout"})
+_DIAG_LINE_RE = re.compile(r"problem\.pddl:(\d+):")
+
+
+def _goal_features(state: EpisodeState) -> list[str]:
+    """Is the goal reachable when deletes are ignored (train/reachability.py), and in which
+    section of the problem file does the first problem diagnostic point (a type error in the
+    goal is a goal written wrongly, one in the initial state a wrong fact)?"""
+    out: list[str] = []
+    if state.error_category in _REACH_CATEGORIES:
+        out.append(f"relaxed_goal={goal_reachability(state.domain, state.problem)}")
+    m = _DIAG_LINE_RE.search(state.validator_errors) or _DIAG_LINE_RE.search(state.planner_log)
+    if m:
+        out.append(f"diag_section={_problem_section_at(state.problem, int(m.group(1)))}")
+    return out
+
+
+def _problem_section_at(problem: str, line: int) -> str:
+    """The problem section (objects, init, goal, other) whose text holds 1-based `line`."""
+    current = "other"
+    for i, text in enumerate(problem.splitlines()[:line], 1):
+        for key in ("objects", "init", "goal", "metric"):
+            if f"(:{key}" in text.lower():
+                current = key
+        if i == line:
+            break
+    return current
 
 
 def _failure_features(state: EpisodeState) -> list[str]:

@@ -25,6 +25,8 @@ def register(app: typer.Typer) -> None:
                                                       "median number of LLM calls"),
         drop_idle: bool = typer.Option(False, help="drop steps whose agent changed neither domain, problem "
                                                    "nor plan (the label is then a decision that did something)"),
+        progress_only: bool = typer.Option(False, help="step-level verifier filter: keep only steps after which "
+                                                       "the plan validated or the validator's verdict changed"),
         paraphrase: bool = typer.Option(False, help="add LLM paraphrases of the specification"),
         judge: bool = typer.Option(False, help="drop examples an LLM judge rejects"),
         llm_url: str = typer.Option("", help="OpenAI-compatible base URL for --paraphrase/--judge"),
@@ -39,7 +41,8 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"--filter must be one of {', '.join(FILTERS)}")
         config = BuildConfig(check=filter_, val_fraction=val_fraction, seed=seed, augment_copies=augment,
                              verify_augment=verify_augment, paraphrase=paraphrase, judge=judge,
-                             tokenizer_dir=tokenizer, prefer_cheap=prefer_cheap, drop_idle=drop_idle)
+                             tokenizer_dir=tokenizer, prefer_cheap=prefer_cheap, drop_idle=drop_idle,
+                             progress_only=progress_only)
         judge_fn = paraphrase_fn = None
         if judge or paraphrase:
             from train.llm_assist import make_assist

@@ -96,3 +96,25 @@ def test_drop_idle_keeps_only_steps_that_changed_something():
     moving = select_examples(episodes, "validator", counts, drop_idle=True)
     assert idle and counts.steps_idle == idle
     assert {e.example_id for e in moving} == {e.example_id for e in kept if e.step % 2}
+
+
+def test_progress_only_keeps_steps_after_which_the_validator_verdict_moved():
+    from train.examples import progress_step
+
+    episodes = [ep for ep in synthetic_episodes(n_tasks=8, seed=6) if ep.success_validator and len(ep.steps) >= 3]
+    for ep in episodes:
+        verdict = "plan.txt:3: error: step 3 (pick a) precondition false [validate.precondition_failed]"
+        for i, st in enumerate(ep.steps):
+            state = json.loads(st.state_json)
+            # steps 0 and 1 see the same error (line numbers aside): step 0 made no progress
+            state["validator_errors"] = verdict.replace("3", str(i + 2)) if i < 2 else f"error: fault {chr(97 + i)}"
+            state["error_category"] = "plan_invalid"
+            st.state_json = json.dumps(state)
+            st.plan_valid = i == len(ep.steps) - 1
+    assert all(not progress_step(ep, 0) and progress_step(ep, 1) and progress_step(ep, len(ep.steps) - 1)
+               for ep in episodes)
+    counts = FilterCounts()
+    kept = select_examples(episodes, "validator", counts, progress_only=True)
+    dropped = sum(not ep.steps[0].is_hardcoded for ep in episodes)
+    assert dropped and counts.steps_no_progress == dropped
+    assert {e.step for e in kept} <= {st.step for ep in episodes for st in ep.steps[1:]}

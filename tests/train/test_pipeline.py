@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 
 from rollout.store import TrajectoryStore
-from train.pipeline import COLUMNS, PipelineConfig, PipelineError, format_report, format_table, run_pipeline
+from train.pipeline import (
+    COLUMNS,
+    PAIRED_KEY,
+    PipelineConfig,
+    PipelineError,
+    format_report,
+    format_table,
+    run_pipeline,
+)
 
 SIM = "simulated (llm_backend=sim)"
 
@@ -22,6 +30,8 @@ def test_pipeline_small_end_to_end(tmp_path):
         for policy in ("fast policy", "prompted teacher", "rules+teacher", "rules+random", "majority class"):
             row = rows[(family, policy)]
             assert row.source == SIM and row.episodes and row.oracle_success is not None
+            p = row.oracle_success
+            assert row.oracle_se == pytest.approx((p * (1 - p) / row.episodes) ** 0.5)
     published = [r for r in result.comparison if r.source == "published real-LLM"]
     assert {r.family for r in published} == {"planbench", "classical"} and all(r.episodes is None for r in published)
 
@@ -42,11 +52,17 @@ def test_pipeline_small_end_to_end(tmp_path):
     taught = [s for e in episodes for s in e.steps if s.decided_by in ("teacher", "fallback")]
     assert taught and all(s.llm_calls >= 1 and s.tokens_in > 500 for s in taught)
     assert result.stages["judge"].startswith("skipped")
+    # the fast policy against the teacher, episode by episode (same tasks, same seeds)
+    paired = result.stages[PAIRED_KEY]["fast policy"]
+    assert paired["episodes"] == fast.episodes
+    assert paired["difference"] == pytest.approx(100 * (fast.oracle_success - teacher.oracle_success), abs=0.01)
+    assert paired["better"] - paired["worse"] == round(paired["difference"] * fast.episodes / 100)
     assert "SIMULATED" in format_report(result) and result.targets
 
 
 @pytest.mark.parametrize("kwargs,message", [
     ({"train_seeds": 0}, "at least 1"),
+    ({"cross_domain_seeds": 0}, "at least 1"),
     ({"held_out_fraction": 1.0}, "held_out_fraction"),
     ({"tasks": "planbench:blocksworld:4", "holdout_domains": ("classical/nowhere",)}, "not in the tasks"),
     ({"tasks": "planbench:nowhere"}, "unknown PlanBench domain"),
