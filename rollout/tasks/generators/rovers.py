@@ -28,6 +28,9 @@ def _both_ways(pred: str, prefix: tuple[str, ...], edges: set[tuple[str, str]]) 
 def _check(sizes: dict[str, int]) -> None:
     if sizes["soil"] + sizes["rock"] + sizes["images"] == 0:
         raise GeneratorError("rovers: a task needs at least one goal (soil + rock + images >= 1)")
+    if sizes["images"] > sizes["objectives"] * sizes["modes"]:
+        raise GeneratorError(f"rovers: {sizes['images']} images asked for, but {sizes['objectives']} objectives "
+                             f"x {sizes['modes']} modes allow only {sizes['objectives'] * sizes['modes']}")
     for kind in ("soil", "rock"):
         if sizes[kind] > sizes["waypoints"]:
             raise GeneratorError(f"rovers: {sizes[kind]} {kind} samples asked for, but {sizes['waypoints']} "
@@ -73,10 +76,14 @@ def make(rng: random.Random, sizes: dict[str, int]) -> Problem:
         spare = [w for w in wps if w not in targets and rng.random() < 0.3]
         init += [(f"at_{kind}_sample", w) for w in sorted(targets + spare, key=wps.index)]
         goal += [(f"communicated_{kind}_data", w) for w in targets]
+    # a draw whose cameras support too few modes for the images asked for gets more modes
+    spare_modes = [m for m in modes if m not in supported]
+    rng.shuffle(spare_modes)
+    while cameras and len(objectives) * len(supported) < sizes["images"]:
+        mode = spare_modes.pop()
+        supported.add(mode)
+        init.append(("supports", rng.choice(cameras), mode))
     wanted = [(o, m) for o in objectives for m in sorted(supported)]
-    if sizes["images"] > len(wanted):
-        raise GeneratorError(f"rovers: {sizes['images']} images asked for, but {len(objectives)} objectives "
-                             f"x {len(supported)} modes the cameras support allow only {len(wanted)}")
     goal += [("communicated_image_data", o, m) for o, m in rng.sample(wanted, sizes["images"])]
     objects = ([(LANDER, "lander")] + [(m, "mode") for m in modes] + [(r, "rover") for r in rovers]
                + [(f"{r}store", "store") for r in rovers] + [(w, "waypoint") for w in wps]
