@@ -104,6 +104,7 @@ def test_a_renamed_copy_in_a_set_is_detected_as_a_duplicate(tmp_path: Path) -> N
     ("satellite", "directions=2,modes=1,images=5", r"5 images asked for, .* allow only 2"),
     ("rovers", "soil=0,rock=0,images=0", r"needs at least one goal"),
     ("rovers", "waypoints=3,soil=4", r"4 soil samples asked for, but 3 waypoints"),
+    ("floortile", "robots=3,columns=2", r"3 robots asked for, but the start row has only 2 tiles"),
     ("rovers", "objectives=1,modes=1,images=2", r"2 images asked for, but 1 objectives x 1 modes allow only 1"),
 ])
 def test_an_impossible_size_is_a_clear_error_and_writes_no_task(tmp_path: Path, domain: str, size: str,
