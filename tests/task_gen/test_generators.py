@@ -102,6 +102,10 @@ def test_a_renamed_copy_in_a_set_is_detected_as_a_duplicate(tmp_path: Path) -> N
     ("logistics", "cities=1,locations=1", r"needs at least 2 locations"),
     ("hanoi", "discs=1", r"only \d+ distinct solvable tasks"),
     ("satellite", "directions=2,modes=1,images=5", r"5 images asked for, .* allow only 2"),
+    ("rovers", "soil=0,rock=0,images=0", r"needs at least one goal"),
+    ("rovers", "waypoints=3,soil=4", r"4 soil samples asked for, but 3 waypoints"),
+    ("floortile", "robots=3,columns=2", r"3 robots asked for, but the start row has only 2 tiles"),
+    ("rovers", "objectives=1,modes=1,images=2", r"2 images asked for, but 1 objectives x 1 modes allow only 1"),
 ])
 def test_an_impossible_size_is_a_clear_error_and_writes_no_task(tmp_path: Path, domain: str, size: str,
                                                                 message: str) -> None:
@@ -180,8 +184,9 @@ def test_a_planbench_data_directory_loads_and_its_plans_pass_the_oracle() -> Non
         load_tasks(f"planbench-dir:{FIXTURE}:sokoban")
 
 
-def test_a_temporal_generator_takes_its_gold_plan_from_the_temporal_planner(tmp_path: Path) -> None:
-    _gen(tmp_path / "s", (("satellite", "easy"), ("satellite", "hard")), count=2)
+@pytest.mark.parametrize("domain", ["satellite", "rovers"])
+def test_a_temporal_generator_takes_its_gold_plan_from_the_temporal_planner(tmp_path: Path, domain: str) -> None:
+    _gen(tmp_path / "s", ((domain, "easy"), (domain, "hard")), count=2)
     rows = _rows(tmp_path / "s")
     assert {(r["target_planner"], r["planner"]) for r in rows} == {("temporal", solvers.temporal_planner())}
     tasks = load_tasks(f"gen:{tmp_path / 's'}")

@@ -14,7 +14,8 @@ runner = CliRunner()
 def test_tasks_list_names_every_generator_with_knobs_and_levels() -> None:
     result = runner.invoke(app, ["tasks", "list"])
     assert result.exit_code == 0, result.output
-    for name in ("blocksworld", "logistics", "depots", "hanoi", "gripper", "miconic", "visitall", "childsnack"):
+    for name in ("blocksworld", "logistics", "depots", "hanoi", "gripper", "miconic", "visitall", "childsnack",
+                 "satellite", "rovers", "floortile"):
         assert name in result.output
     assert "blocks (2..40)" in result.output and "extreme" in result.output and "preset classical" in result.output
 

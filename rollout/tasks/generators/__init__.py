@@ -20,6 +20,8 @@ REGISTRY: dict[str, str] = {
     "visitall": "rollout.tasks.generators.visitall:GENERATOR",
     "childsnack": "rollout.tasks.generators.childsnack:GENERATOR",
     "satellite": "rollout.tasks.generators.satellite:GENERATOR",
+    "rovers": "rollout.tasks.generators.rovers:GENERATOR",
+    "floortile": "rollout.tasks.generators.floortile:GENERATOR",
 }
 
 # Published suites as generated sets: name -> [(domain, levels)], 30 tasks per level.
