@@ -94,6 +94,24 @@ def test_a_renamed_copy_in_a_set_is_detected_as_a_duplicate(tmp_path: Path) -> N
     assert stats[0].duplicates >= 4 and len(_rows(tmp_path / "s")) == 6
 
 
+def test_a_set_hashed_by_an_older_hash_version_is_rehashed_before_it_grows(tmp_path: Path) -> None:
+    """Stored hashes from another canonical-hash version would not match new draws of the same tasks."""
+    import json
+
+    from rollout.tasks.generators.genset import read_index, write_index
+
+    _gen(tmp_path / "s", (("hanoi", "easy"),), count=4)
+    rows = read_index(tmp_path / "s")
+    write_index(tmp_path / "s", [dict(r, canonical_hash=f"old-{i}") for i, r in enumerate(rows)])
+    manifest_path = tmp_path / "s" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest.pop("hash_version", None)
+    manifest_path.write_text(json.dumps(manifest))
+    stats = _gen(tmp_path / "s", (("hanoi", "easy"),), count=2)
+    assert stats[0].duplicates >= 4 and len(read_index(tmp_path / "s")) == 6
+    assert json.loads(manifest_path.read_text())["hash_version"] == "2"
+
+
 @pytest.mark.parametrize(("domain", "size", "message"), [
     ("blocksworld", "blocks=0", r"blocks=0 is out of range; number of blocks \(2\.\.40\)"),
     ("blocksworld", "blocks=1000", r"out of range"),

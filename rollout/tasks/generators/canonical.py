@@ -18,6 +18,10 @@ from rollout.pddl.sections import section, typed_list
 from rollout.pddl.sexpr import SExpr, parse
 from rollout.tasks.generators.base import Atom
 
+# Bumped when the same problem would hash differently (2: names case-folded). A set whose manifest
+# names another version has its stored hashes recomputed before new tasks are checked against it.
+HASH_VERSION = "2"
+
 
 def canonical_hash(domain_name: str, objects: list[tuple[str, str]], init: list[Atom], goal: list[Atom],
                    constants: frozenset[str] = frozenset()) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import solvers
 from rollout.tasks.generators import LEVELS, PRESETS, REGISTRY, GeneratorError, get_generator
+from rollout.tasks.generators.canonical import HASH_VERSION, hash_problem_text
 from rollout.tasks.generators.draft import GENERATOR_VERSION, Candidate, draft
 from rollout.tasks.generators.genset import read_index, read_manifest, write_index, write_manifest, write_text
 from rollout.tasks.generators.verify import Verdict, verify_batch
@@ -152,6 +153,14 @@ def wants_ray(req: GenerateRequest) -> bool:
     return req.address is not None or req.count * len(req.jobs) >= RAY_MIN_TASKS
 
 
+def _existing_hashes(out: Path, rows: list[dict], manifest: dict) -> set[str]:
+    """The hashes a new task must not repeat: as stored, or recomputed from the problem files when
+    the set was hashed by another version of the canonical hash."""
+    if not rows or manifest.get("hash_version") == HASH_VERSION:
+        return {r["canonical_hash"] for r in rows}
+    return {hash_problem_text((out / r["problem_file"]).read_text()) for r in rows}
+
+
 def generate(req: GenerateRequest, progress: Progress | None = None) -> list[JobStats]:
     if req.count < 1:
         raise GeneratorError(f"--count must be at least 1, got {req.count}")
@@ -160,8 +169,9 @@ def generate(req: GenerateRequest, progress: Progress | None = None) -> list[Job
         raise GeneratorError(f"{out} exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
     rows = read_index(out) if (out / "index.parquet").exists() else []
-    seen = {r["canonical_hash"] for r in rows}
     manifest = read_manifest(out)
+    seen = _existing_hashes(out, rows, manifest)
+    manifest["hash_version"] = HASH_VERSION
     jobs = req.jobs
     for domain, level in jobs:  # sizes a generator cannot make fail here, before any work starts
         draft(domain, level, req.seed, 0, req.overrides)
