@@ -164,14 +164,15 @@ def _runner(pool: WorkerPool, files: dict[str, str | bytes], limits: Limits, dea
     parsed under the sandbox, and its CPU counts as the call's solver time. The verdict is
     remembered here, so the validation after a plan does not check the pair again."""
     runs: list[RunResult] = []
-    unchecked = [check] if check is not None else []
+    unchecked = check
 
     def run(request: dict, collect: tuple[str, ...] = ()) -> RunResult:
-        texts = unchecked[0] if unchecked else None
+        nonlocal unchecked
+        texts = unchecked
         result = pool.request(request, files=files, limits=limits, collect=collect, deadline=deadline,
                               check=("domain.pddl", "problem.pddl") if texts else None)
         if texts and result.static_check:  # else the worker failed before judging: ask again next time
-            unchecked.clear()
+            unchecked = None
             verdict = result.static_check
             if verdict.get("timed_out"):
                 raise _CheckFailed(None, result.cpu_s)
@@ -185,7 +186,7 @@ def _runner(pool: WorkerPool, files: dict[str, str | bytes], limits: Limits, dea
     return run, runs
 
 
-def _check_here(domain: str, problem: str, t0: float, limits: Limits) -> pddl_check.CheckError | None:
+def _check_here(domain: str, problem: str, t0: float, limits: Limits) -> None:
     """The check in this process, for a call that ran nothing in the sandbox. Raises _CheckFailed."""
     try:
         error = pddl_check.check(domain, problem, _check_deadline(t0, limits))
@@ -193,7 +194,6 @@ def _check_here(domain: str, problem: str, t0: float, limits: Limits) -> pddl_ch
         raise _CheckFailed(None) from None
     if error is not None:
         raise _CheckFailed(error)
-    return None
 
 
 def _checked(call: Callable[[RunRequest], R], pool: WorkerPool, files: dict[str, str | bytes], limits: Limits,

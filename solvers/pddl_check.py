@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 VERSION = "2"  # part of the result cache's key: bump when the check's verdicts change
 DOMAIN_FILE, PROBLEM_FILE = "domain.pddl", "problem.pddl"
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
-_TOKEN = re.compile(r"[()]|[^\s()]+")
 # Builtin numeric functions; `total-cost` is not builtin (it must be declared under
 # :action-costs), `total-time` is the metric's makespan.
 _BUILTIN_FUNCTIONS = {"total-time"}
