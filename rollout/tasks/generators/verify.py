@@ -46,7 +46,9 @@ def solve_and_check(domain_text: str, problem_text: str, limits: solvers.Limits,
         return Verdict("trivial", **measures, detail="the goal holds in the initial state")
     check = solvers.validate(domain_text, problem_text, plan_text, limits=limits)
     if not check.valid:
-        return Verdict("invalid_plan", plan_text, **measures,
+        # The validator shares the limit: running out of it says nothing about the plan.
+        status = "timeout" if _STATUS.get(check.category) == "timeout" else "invalid_plan"
+        return Verdict(status, plan_text, **measures,
                        detail=f"{check.category.value}: {(check.message or check.output_tail)[-200:]}")
     return Verdict("gold", plan_text, **measures)
 
