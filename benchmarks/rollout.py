@@ -207,11 +207,11 @@ def main() -> None:
         print(f"1. scaling: 1 worker {rate1:.2f} episodes/s ({per_job(one)}), 2 workers {rate2:.2f} episodes/s "
               f"({per_job(two)}) -> {rate2 / rate1:.2f}x (target >= 1.8x)")
         print(f"2. overhead: 2-worker wall {run_s:.2f}s vs solver-bound limit {limit_s:.2f}s "
-              f"(solver CPU {solver_s:.2f}s / {cpus} CPUs) -> {run_s / limit_s:.2f}x (target <= 1.15x; "
-              f"per job {', '.join(f'{j.run_s / (j.solver_cpu_s / j.cpus_used):.2f}x' for j in two)})")
+              f"(solver CPU {solver_s:.2f}s / {cpus} CPUs) -> {run_s / limit_s:.3f}x (target <= 1.15x; "
+              f"per job {', '.join(f'{j.run_s / (j.solver_cpu_s / j.cpus_used):.3f}x' for j in two)})")
         cpu_limit_s = worker_s / cpus
         print(f"   vs CPU-bound limit {cpu_limit_s:.2f}s (all worker CPU incl. sim agents and policy "
-              f"{worker_s:.2f}s / {cpus} CPUs) -> {run_s / cpu_limit_s:.2f}x; "
+              f"{worker_s:.2f}s / {cpus} CPUs) -> {run_s / cpu_limit_s:.3f}x; "
               f"solver share of worker CPU {solver_s / worker_s:.0%}")
         _print_store(store)
         _print_growth(growth)
