@@ -10,6 +10,7 @@ driver's AIMD window.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import resource
 import threading
@@ -206,6 +207,10 @@ class RolloutWorker:
         self._status_at = (time.perf_counter(), 0.0)
         self._installed = False
         self._warm_up()
+        # What start-up built (modules, Ray, pyarrow, the tasks) lives as long as the worker: out
+        # of the collector's sight, each full collection walks only the episodes' objects.
+        gc.collect()
+        gc.freeze()
         # Start-up (imports, solver workers) is not episode work: CPU is reported from here on.
         self._cpu_at_start = _tree_cpu_s()
 
