@@ -94,6 +94,7 @@ def cluster(models, tmp_path_factory) -> Iterator[Cluster]:
 
     port = free_port()
     _direct_ingress_port_range()
+    _short_direct_ingress_drain()
     store = tmp_path_factory.mktemp("store")
     main_cfg = ServeConfig(model=str(models.v1), port=port, app_name="main", route_prefix="/", num_replicas=2,
                            replica_num_cpus=0, api_keys=[API_KEY, STALL_KEY], admin_api_keys=[ADMIN_KEY],
@@ -122,6 +123,14 @@ def auth() -> dict[str, str]:
 @pytest.fixture(scope="session")
 def admin_auth() -> dict[str, str]:
     return {"Authorization": f"Bearer {ADMIN_KEY.split('=', 1)[1]}"}
+
+
+def _short_direct_ingress_drain() -> None:
+    """A direct-ingress replica waits 30 s before it stops, by default, so that a load balancer can
+    drop it first; no load balancer fronts the tests, and the wait was 30 s of each session's end."""
+    import os
+
+    os.environ.setdefault("RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S", "1")
 
 
 def _direct_ingress_port_range() -> None:
