@@ -93,6 +93,8 @@ class WorkerBatch:
     # cost ~0.05 ms each way. The stream is LZ4-compressed (~9x on step rows, 0.05 ms per 140 KB):
     # a batch of 4 episodes is ~140 KB raw, over Ray's 100 KB limit for returning a value inline,
     # and a return through the object store cost ~2 ms more CPU per call (worker, raylet, driver).
+    # One frame over the whole stream, not Arrow's per-buffer IPC compression, which cost 1.2 ms to
+    # write and 1.7 ms to read on the same rows.
     rows_ipc: bytes | None = None
     rows_ipc_size: int = 0  # its size uncompressed
     solver_wait_s: float = 0.0
