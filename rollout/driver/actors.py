@@ -19,6 +19,7 @@ from typing import Any
 
 from rollout.driver.aimd import AIMDWindow
 from rollout.driver.config import RolloutConfig
+from rollout.driver.plan import EpisodeSpec
 from rollout.driver.progress import ProgressStats
 from rollout.driver.worker import RolloutWorker, WorkerSetup
 from rollout.llm.budget import BudgetLimits
@@ -34,7 +35,9 @@ class Slot:
     index: int
     actor: Any
     window: AIMDWindow
-    in_flight: int = 0
+    # episode ID -> (submit order, spec) of the episodes out on this worker, not yet reported
+    out: dict[str, tuple[int, EpisodeSpec]] = field(default_factory=dict)
+    results: Any = None  # the worker's results stream (a Ray ObjectRefGenerator)
     solo: bool = False  # running one suspect episode alone
     dead: bool = False
     ready: bool = False  # answered once (a replacement may wait for a node with a free CPU)
@@ -42,6 +45,10 @@ class Slot:
     status_ref: Any = None
     status: dict[str, float] = field(default_factory=dict)
     pid: int = 0
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.out)
 
 
 class WorkerPool:
@@ -129,7 +136,8 @@ class WorkerPool:
         initial = self.config.initial_window or 8 * self.config.cpus_per_worker
         window = AIMDWindow(limit=float(min(initial, self.config.max_window)), max_limit=float(self.config.max_window))
         actor = self._cls.remote(self._setup_ref)
-        return Slot(index, actor, window, ready_ref=actor.pid.remote())
+        return Slot(index, actor, window, ready_ref=actor.pid.remote(),
+                    results=actor.results.options(num_returns="streaming").remote())
 
     # ---- while running -------------------------------------------------------------------
 
@@ -158,11 +166,9 @@ class WorkerPool:
                 try:
                     slot.status = ray.get(ref)
                 except ray.exceptions.RayError:
-                    continue  # the batch calls report the death
+                    continue  # its results stream reports the death
                 st = slot.status
-                # Full means dispatched: episodes of a batch that finished early wait in the worker for
-                # the batch's slowest, so the worker runs fewer than the driver has out (about 0.6x
-                # with LLM latencies). Judged by what runs, the window never looked full and never grew.
+                # Full means out on the worker (running, or finished and in the next chunk).
                 slot.window.on_status(in_flight=slot.in_flight, solver_utilisation=st["solver_utilisation"],
                                       solver_queued=int(st["solver_queued"]), llm_waiting=int(st["llm_waiting"]),
                                       cpus=self.config.cpus_per_worker)

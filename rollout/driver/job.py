@@ -74,6 +74,8 @@ class RolloutJob:
         self.solver_cpu_s = 0.0
         self._worker_cpu: dict[int, float] = {}  # pid -> CPU seconds of its process tree, last seen
         self._solver_cache: dict[int, dict] = {}  # pid -> its solvers.cache_stats(), last seen
+        self._task_steps: dict[str, tuple[int, int]] = {}  # task ID -> (episodes, steps) accepted
+        self._steps_seen = (0, 0)
         self._t_dispatch = self._t_end = 0.0
 
     @property
@@ -94,7 +96,8 @@ class RolloutJob:
         schedule = Schedule(pending=deque(todo))
         dispatcher = Dispatcher(schedule, skip=self._skip, episodes_per_call=self.config.episodes_per_call,
                                 backup_tail=self.config.backup_tail,
-                                max_backups_per_call=self.config.max_backups_per_call)
+                                max_backups_per_call=self.config.max_backups_per_call,
+                                expected=self._expected_steps)
         committer = Committer(self.store, self.run_id, max_age_s=self.config.commit_max_age_s).start()
         status, message = "completed", ""
         display = ProgressDisplay(self.stats, f"halo rollout {self.run_id}", enabled=self.config.progress)
@@ -130,7 +133,7 @@ class RolloutJob:
 
         state = dispatcher.schedule
         last_meta = time.monotonic()
-        while state.pending or state.suspects or state.unfinished():
+        while state.pending or state.suspects or state.unfinished(self.pool.slots):
             if committer.failure is not None:
                 return "failed", str(committer.failure)
             if self.pool.stop_reason:
@@ -138,19 +141,20 @@ class RolloutJob:
             self.pool.poll(self.stats, lambda slot: self._worker_died(slot, state))
             if committer.pending < MAX_UNCOMMITTED:  # backpressure: let a slow store catch up
                 dispatcher.dispatch(self.pool.slots)
-            refs = list(state.in_flight)
-            if not refs:
-                if state.pending or state.suspects:
-                    time.sleep(0.05)
-                    continue
-                break
-            ready, rest = ray.wait(refs, num_returns=1, timeout=0.25)
+            streams = {slot.results: slot for slot in self.pool.live() if slot.results is not None}
+            waitables = [*streams, *state.submits]
+            if not waitables:
+                time.sleep(0.05)
+                continue
+            ready, rest = ray.wait(waitables, num_returns=1, timeout=0.25)
             if ready and rest:
                 more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
                 ready += more
             for ref in ready:
-                if ref in state.in_flight:
-                    self._collect(ref, state, committer)
+                if ref in state.submits:
+                    self._submitted(ref, state)
+                elif ref in streams and not streams[ref].dead:
+                    self._collect(streams[ref], state, committer)
             live = self.pool.live()
             self.stats.in_flight = sum(s.in_flight for s in live)
             self.stats.window = sum(s.window.size for s in live)
@@ -162,23 +166,36 @@ class RolloutJob:
                 record_progress(self.store, meta, self.stats)
         return "completed", ""
 
-    def _collect(self, ref: Any, state: Schedule, committer: Committer) -> None:
+    def _submitted(self, ref: Any, state: Schedule) -> None:
+        """A submit call answered: nothing to do, unless it failed."""
         import ray
-        from ray.exceptions import RayActorError, RayTaskError
+        from ray.exceptions import RayTaskError
 
-        specs, slot = state.in_flight[ref]
+        specs, slot = state.submits.pop(ref)
         try:
-            batch: WorkerBatch = ray.get(ref)
-        except RayTaskError as exc:
-            state.release(ref)
-            for spec in specs:
+            ray.get(ref)
+        except RayTaskError as exc:  # the worker refused the batch: its episodes never started
+            for spec in state.reported(slot, [spec.episode_id for spec in specs]):
                 if not state.settled(spec):
                     self._strike(spec, f"worker call failed: {exc}"[-3000:], requeue=state.pending)
-            return
-        except (RayActorError, ray.exceptions.RayError):
+        except ray.exceptions.RayError:
+            self._worker_died(slot, state)
+
+    def _collect(self, slot: Slot, state: Schedule, committer: Committer) -> None:
+        """The next chunk of a worker's results stream (it is ready: this does not block)."""
+        import ray
+
+        try:
+            batch: WorkerBatch = ray.get(next(slot.results))
+        except (StopIteration, ray.exceptions.RayError) as exc:
+            # The worker died, or its results stream broke (then it cannot report any more
+            # episodes): either way its episodes in flight are lost with it.
+            if not isinstance(exc, ray.exceptions.RayActorError):
+                log.warning("worker %d: results stream ended (%s); replacing the worker", slot.index,
+                            type(exc).__name__)
             self._worker_died(slot, state)
             return
-        state.release(ref)
+        state.reported(slot, [outcome.spec.episode_id for outcome in batch.outcomes])
         self.peak_rss_mb = max(self.peak_rss_mb, batch.peak_rss_mb)
         self._worker_cpu[batch.worker_pid] = max(self._worker_cpu.get(batch.worker_pid, 0.0), batch.cpu_s)
         self._solver_cache[batch.worker_pid] = batch.extra.get("solver_cache") or {}
@@ -225,6 +242,15 @@ class RolloutJob:
             elif not record.success_validator:
                 s.errors[f"unsolved:{record.last_error_category or 'budget'}"] += 1
             self.solver_cpu_s += record.solver_cpu_s
+            n, total = self._task_steps.get(record.task_id, (0, 0))
+            self._task_steps[record.task_id] = (n + 1, total + record.num_steps)
+            self._steps_seen = (self._steps_seen[0] + 1, self._steps_seen[1] + record.num_steps)
+
+    def _expected_steps(self, spec: EpisodeSpec) -> float:
+        """The mean steps of the task's episodes accepted so far (of all episodes, for a task not
+        seen yet): the dispatcher's guess at how long the episode runs."""
+        n, total = self._task_steps.get(spec.task_id) or self._steps_seen
+        return total / n if n else 0.0
 
     def _worker_died(self, slot: Slot, state: Schedule) -> None:
         if not self.pool.retire(slot):

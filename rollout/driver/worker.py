@@ -10,13 +10,15 @@ driver's AIMD window.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import gc
 import os
 import resource
 import threading
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
 
 EpisodeFn = Callable[..., Awaitable[EpisodeRecord]]  # (task, policy, config, *, episode_id) -> record
 ROWS_CODEC = "lz4"  # of WorkerBatch.rows_ipc (an LZ4 frame)
+REPORT_INTERVAL_S = 0.5  # the shortest time between two chunks of a worker's results, unless ...
+REPORT_SHARE = 0.5  # ... this share of its episodes out has finished
 
 
 @dataclass
@@ -84,7 +88,8 @@ class EpisodeOutcome:
 
 @dataclass
 class WorkerBatch:
-    """What one `run_batch` call returns: per-episode outcomes, their step rows, the worker's state."""
+    """What one `run_batch` call returns, or one chunk of `results`: per-episode outcomes, their
+    step rows, the worker's state."""
 
     outcomes: list[EpisodeOutcome]
     # The step rows (STEP_SCHEMA) of every episode that has steps, as one Arrow IPC stream,
@@ -206,6 +211,9 @@ class RolloutWorker:
         self.llm = self.agents.llm
         self.executor = MeteredExecutor(max(1, setup.cpus))
         self._in_flight = 0
+        self._running: set[asyncio.Task] = set()  # submitted episodes not finished
+        self._finished: list[tuple[EpisodeSpec, EpisodeRecord | str]] = []  # ... finished, not yet reported
+        self._arrived = asyncio.Event()
         self._status_at = (time.perf_counter(), 0.0)
         self._installed = False
         self._warm_up()
@@ -249,14 +257,56 @@ class RolloutWorker:
                 "solver_run_s": self.executor.run_s, "rss_mb": _rss_mb(), **self.gate.stats.snapshot()}
 
     async def run_batch(self, specs: list[EpisodeSpec]) -> WorkerBatch:
-        """Run the episodes concurrently; one call per batch, so Ray's per-call cost and the
-        row conversion's fixed cost are paid once per batch rather than once per episode."""
+        """Run the episodes concurrently and return them all at once (tests, a local debug run)."""
+        self._install()
+        ran = await asyncio.gather(*(self._guarded(spec) for spec in specs))
+        return self._batch(specs, ran)
+
+    async def submit(self, specs: list[EpisodeSpec]) -> None:
+        """Start the episodes; they report through `results` as they finish."""
+        self._install()
+        loop = asyncio.get_running_loop()
+        for spec in specs:
+            task = loop.create_task(self._guarded(spec))
+            self._running.add(task)  # the loop keeps only weak references to tasks
+            task.add_done_callback(functools.partial(self._finished_one, spec))
+
+    def _finished_one(self, spec: EpisodeSpec, task: asyncio.Task) -> None:
+        self._running.discard(task)
+        self._finished.append((spec, task.result()))  # _guarded never raises
+        self._arrived.set()
+
+    async def results(self, interval_s: float = REPORT_INTERVAL_S) -> AsyncIterator[WorkerBatch]:
+        """The submitted episodes as they finish, in chunks, for as long as the worker lives (the
+        driver reads it as one Ray streaming generator per worker; one reader only). A chunk
+        goes at most every `interval_s`, sooner when a REPORT_SHARE of the episodes out have
+        finished or nothing else runs: a finished episode never waits for others submitted with
+        it. (Returning each submitted batch whole held finished episodes for their slowest
+        batch-mate, with LLM latencies most of an episode's time in flight; a chunk per call and
+        per finish cost a Ray return per episode.)"""
+        loop = asyncio.get_running_loop()
+        last = -interval_s
+        while True:
+            await self._arrived.wait()
+            deadline = last + interval_s
+            # Half the worker's episodes out waiting in a chunk is enough: the driver sends more
+            # only when they come back (with windows of a few episodes, as in the CPU-bound
+            # regime, waiting the whole interval left the CPUs idle between bursts).
+            while (self._running and loop.time() < deadline
+                   and len(self._finished) < REPORT_SHARE * (len(self._running) + len(self._finished))):
+                self._arrived.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._arrived.wait(), deadline - loop.time())
+            chunk, self._finished = self._finished, []
+            self._arrived.clear()
+            last = loop.time()
+            yield self._batch([spec for spec, _ in chunk], [got for _, got in chunk])
+
+    def _install(self) -> None:
         if not self._installed:
             asyncio.get_running_loop().set_default_executor(self.executor)
             self._installed = True
             self._status_at = (time.perf_counter(), self.executor.busy_s)  # idle before the first batch is no signal
-        ran = await asyncio.gather(*(self._guarded(spec) for spec in specs))
-        return self._batch(specs, ran)
 
     async def _guarded(self, spec: EpisodeSpec) -> EpisodeRecord | str:
         self._in_flight += 1

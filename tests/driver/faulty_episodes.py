@@ -42,3 +42,10 @@ async def slow_once(task, policy, config, *, episode_id, marker: str, victim: st
         Path(marker).write_text(str(os.getpid()))
         await asyncio.sleep(delay_s)
     return await run_episode(task, policy, config, episode_id=episode_id)
+
+
+async def slow_task(task, policy, config, *, episode_id, slow_id: str, delay_s: float):  # noqa: ANN001, ANN201
+    """Episodes of task `slow_id` wait `delay_s` first (a long LLM chain); the rest run normally."""
+    if task.task_id == slow_id:
+        await asyncio.sleep(delay_s)
+    return await run_episode(task, policy, config, episode_id=episode_id)

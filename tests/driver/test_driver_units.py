@@ -176,6 +176,38 @@ def test_worker_batch_keeps_each_episodes_outcome_and_ships_rows_of_those_with_s
     assert batch.cpu_s > 0 and batch.worker_pid == os.getpid()
 
 
+def test_finished_episodes_come_back_without_waiting_for_their_slowest_batch_mate():
+    """The driver reads a worker's results as a stream: a chunk goes as episodes finish, so an
+    episode submitted with a slow one (a long LLM chain) is back long before it."""
+    import asyncio
+
+    from rollout.driver.worker import RolloutWorker, WorkerSetup
+    from tests.driver.faulty_episodes import slow_task
+
+    tasks = load_tasks("planbench:blocksworld:3")
+    specs = plan_episodes(tasks, 3, "stream")
+    fn = functools.partial(slow_task, slow_id=tasks[0].task_id, delay_s=4.0)
+    worker = RolloutWorker(WorkerSetup(run_id="stream", tasks=tasks, policy_spec="rules+scripted", episode_fn=fn))
+
+    async def run() -> list[tuple[float, list[str]]]:
+        t0 = time.monotonic()
+        await worker.submit(specs)
+        stream = worker.results(interval_s=0.2)
+        got: list[tuple[float, list[str]]] = []
+        while sum(len(ids) for _, ids in got) < len(specs):
+            batch = await anext(stream)
+            got.append((time.monotonic() - t0, [o.spec.episode_id for o in batch.outcomes]))
+            assert batch.rows is not None and set(batch.rows.column("episode_id").to_pylist()) == set(got[-1][1])
+        await stream.aclose()
+        return got
+
+    got = asyncio.run(run())
+    fast = {s.episode_id for s in specs[1:]}
+    assert set(got[0][1]) <= fast and got[0][0] < 3.0  # the fast ones did not wait for the slow one
+    assert got[-1][1] == [specs[0].episode_id] and got[-1][0] >= 4.0
+    assert sorted(i for _, ids in got for i in ids) == sorted(s.episode_id for s in specs)  # each once
+
+
 def test_a_batch_of_four_episodes_returns_inline_through_ray():
     """Ray returns a value under 100 KiB inline; a larger one goes through the object store (~2 ms
     more CPU per call, measured). Four episodes' rows are ~140 KB as IPC: they travel compressed."""

@@ -39,7 +39,7 @@ def test_a_resumed_run_restores_the_quarantine_it_recorded() -> None:
 
 @ray.remote(num_cpus=0)
 class _Echo:
-    def run_batch(self, specs: list[EpisodeSpec]) -> list[str]:
+    def submit(self, specs: list[EpisodeSpec]) -> list[str]:
         return [s.episode_id for s in specs]
 
 
@@ -55,8 +55,10 @@ def _slots(actors, window: int) -> list[Slot]:
 
 
 def _sent(schedule: Schedule) -> dict[int, list[list[str]]]:
+    """The submit calls since the last look (what the job loop would collect)."""
     out: dict[int, list[list[str]]] = {}
-    for ref, (specs, slot) in schedule.in_flight.items():
+    for ref, (specs, slot) in list(schedule.submits.items()):
+        del schedule.submits[ref]
         assert ray.get(ref) == [s.episode_id for s in specs]  # the actor got exactly this batch
         out.setdefault(slot.index, []).append([s.episode_id for s in specs])
     return out
@@ -79,8 +81,7 @@ def test_windows_fill_in_batches_and_quarantined_tasks_are_skipped(actors) -> No
     assert _sent(schedule) == {0: [["ep-1", "ep-2"], ["ep-3", "ep-4"]], 1: [["ep-5", "ep-6"], ["ep-7", "ep-8"]]}
     assert skipped == ["ep-0"] and [s.episode_id for s in schedule.pending] == ["ep-9"]
     assert [s.in_flight for s in slots] == [4, 4]
-    first = next(iter(schedule.in_flight))
-    schedule.release(first)
+    assert [s.episode_id for s in schedule.reported(slots[0], ["ep-1", "ep-2", "ep-9"])] == ["ep-1", "ep-2"]
     assert slots[0].in_flight == 2 and not schedule.settled(_spec(1))
 
 
@@ -92,8 +93,7 @@ def test_a_suspect_runs_alone_and_idle_workers_back_up_the_tail(actors) -> None:
     dispatcher.dispatch(slots)
     assert _sent(schedule) == {0: [["ep-0"]], 1: [["ep-1", "ep-2", "ep-3"]]}
     assert slots[0].solo
-    suspect_ref = next(ref for ref, (_, slot) in schedule.in_flight.items() if slot is slots[0])
-    schedule.release(suspect_ref)
+    schedule.reported(slots[0], ["ep-0"])
     schedule.done.add("ep-0")
     assert not slots[0].solo
     dispatcher.dispatch(slots)  # nothing pending: the idle worker gets copies of the newest two
@@ -102,4 +102,48 @@ def test_a_suspect_runs_alone_and_idle_workers_back_up_the_tail(actors) -> None:
     assert schedule.settled(_spec(2))  # a failure of one copy does not count while the other runs
     lost = schedule.lost_with(slots[1])
     assert [s.episode_id for s in lost] == ["ep-1", "ep-2", "ep-3"]
-    assert schedule.copies == {"ep-2": 1, "ep-3": 1} and schedule.unfinished()
+    assert schedule.copies == {"ep-2": 1, "ep-3": 1} and schedule.unfinished(slots)
+
+
+def test_episodes_leave_flight_chunk_by_chunk_in_any_order(actors) -> None:
+    schedule = Schedule(pending=deque(_spec(i) for i in range(4)))
+    dispatcher = Dispatcher(schedule, skip=lambda s: False, episodes_per_call=4, backup_tail=True,
+                            max_backups_per_call=2)
+    slots = _slots(actors[:1], window=4)
+    dispatcher.dispatch(slots)
+    assert _sent(schedule) == {0: [["ep-0", "ep-1", "ep-2", "ep-3"]]}
+    schedule.reported(slots[0], ["ep-2", "ep-0"])  # a first chunk: two of the batch finished
+    assert slots[0].in_flight == 2 and list(slots[0].out) == ["ep-1", "ep-3"]
+    assert schedule.copies == {"ep-1": 1, "ep-3": 1} and schedule.unfinished(slots)
+    dispatcher.dispatch(slots)  # room for two, nothing pending, the worker is not idle: no backups
+    assert dispatcher.backups == 0 and not schedule.submits
+    schedule.reported(slots[0], ["ep-3", "ep-1"])
+    assert slots[0].in_flight == 0 and schedule.copies == {} and not schedule.unfinished(slots)
+
+
+def test_the_job_s_last_episodes_go_longest_expected_first(actors) -> None:
+    """Near the end (what is left fits in a few windows, at least 64, and more has finished than
+    is left) the pending episodes go in order of their task's expected length; before, plan order."""
+    schedule = Schedule(pending=deque([_spec(i, "slow" if i % 3 == 0 else "quick") for i in range(90)]))
+    dispatcher = Dispatcher(schedule, skip=lambda s: False, episodes_per_call=4, backup_tail=False,
+                            max_backups_per_call=2, expected=lambda s: 10.0 if s.task_id == "slow" else 2.0)
+    slots = _slots(actors[:1], window=4)
+
+    def round_trip() -> list[str]:
+        dispatcher.dispatch(slots)
+        sent = [i for batch in _sent(schedule).get(0, []) for i in batch]
+        schedule.reported(slots[0], sent)
+        schedule.done.update(sent)
+        return sent
+
+    assert round_trip() == ["ep-0", "ep-1", "ep-2", "ep-3"]  # 90 left: plan order
+    while len(schedule.pending) > 60:
+        round_trip()
+    assert not dispatcher.tail_sorted  # few enough left, but fewer finished than left
+    schedule.done.update(f"earlier-{i}" for i in range(60))
+    before = [s.episode_id for s in schedule.pending]
+    sent = round_trip()
+    assert dispatcher.tail_sorted == len(before) == 58
+    assert sent == [i for i in before if int(i[3:]) % 3 == 0][:4]  # the slow ones first, in plan order
+    left = [s.task_id for s in schedule.pending]
+    assert left == sorted(left, key=lambda t: t != "slow")  # all slow before any quick, plan order within
