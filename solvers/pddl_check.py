@@ -636,11 +636,11 @@ LENIENT_REQUIREMENTS = frozenset({":equality", ":negative-preconditions", ":typi
 
 _DOMAINS: collections.OrderedDict[str, _Checker | CheckError | None] = collections.OrderedDict()
 _DOMAINS_LOCK = threading.Lock()
-_DOMAIN_CACHE_SIZE = 64
+_DOMAIN_CACHE_SIZE = 1024
 # Verdicts per (domain, problem): a refinement step plans and then validates the same pair, and a
 # rollout worker meets the same pair again in later steps; a verdict is a few hundred bytes.
 _PAIRS: collections.OrderedDict[tuple[str, str], CheckError | None] = collections.OrderedDict()
-_PAIR_CACHE_SIZE = 256
+_PAIR_CACHE_SIZE = 4096
 
 
 def _domain_state(domain: str, deadline: float | None) -> _Checker | CheckError | None:

@@ -80,7 +80,7 @@ def parse(text: str) -> list[SExpr]:
     return exprs[0]
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=8192)
 def parse_shared(text: str) -> list[SExpr]:
     """`parse(text)`, one tree per text shared by every caller: read it, never edit it
     (`copy_tree` first); raises SExprError like `parse` (errors are not cached)."""

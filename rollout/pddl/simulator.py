@@ -257,7 +257,7 @@ def render_problem(world: World, init: Iterable[Atom], goal: SExpr, name: str = 
             f"  (:init\n    {facts}\n    {numeric})\n  (:goal {unparse(goal)})\n  {metric})\n")
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=1024)
 def load_world(domain_text: str, problem_text: str) -> World:
     """The world of a domain/problem text pair, shared by every caller with the same texts (and so
     are its transitions): read it, never modify it. Parse errors raise each time."""
@@ -265,5 +265,5 @@ def load_world(domain_text: str, problem_text: str) -> World:
 
 
 # A loop often changes only one of the two files, and unfaulted domains repeat across episodes.
-_shared_domain = functools.lru_cache(maxsize=64)(parse_domain)
-_shared_problem = functools.lru_cache(maxsize=256)(parse_problem)
+_shared_domain = functools.lru_cache(maxsize=1024)(parse_domain)
+_shared_problem = functools.lru_cache(maxsize=4096)(parse_problem)

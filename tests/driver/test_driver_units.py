@@ -123,6 +123,18 @@ def test_aimd_holds_on_a_short_solver_queue_and_cuts_a_long_one():
     assert w.limit == 3.0
 
 
+def test_aimd_does_not_cut_on_a_solver_queue_shorter_than_the_llm_wait():
+    """With seconds per LLM call, a queue of a second or two (one long search holding the solver
+    thread) is not over-filling: the window holds; a queue of many LLM calls' length is cut."""
+    w = AIMDWindow(limit=256.0)
+    for _ in range(300):
+        w.on_result(ok=True, llm_latency_ms=2800.0, solver_wait_s=0.001, solver_run_s=0.013)
+    size = w.size
+    assert w.on_result(ok=True, llm_latency_ms=2800.0, solver_wait_s=5.0, solver_run_s=0.013) == "hold"
+    assert w.size == size
+    assert w.on_result(ok=True, llm_latency_ms=2800.0, solver_wait_s=8.0, solver_run_s=0.013) == "decrease"
+
+
 def test_worker_tree_cpu_counts_live_descendants_like_psutil():
     """_tree_cpu_s reads /proc directly (psutil's recursive children() scans every process)."""
     import subprocess
