@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import ctypes
+import gc
 import json
 import os
 import resource
@@ -175,6 +176,10 @@ def _translate_then_search(req: dict) -> None:
 
 def _child(req: dict, calldir: str, out_w: int) -> None:
     """Runs in the forked child; never returns."""
+    # What the worker built (the translator's modules, the check's caches) is shared with it
+    # copy-on-write: out of the collector's sight, a collection in the translator does not
+    # write to, and so copy, every page of it.
+    gc.freeze()
     try:
         os.setsid()
         if req.get("confine", True):
