@@ -31,8 +31,8 @@ class RolloutConfig:
     # per-call cost is shared by 4 episodes; AIMD moves it from there).
     initial_window: int | None = None
     max_window: int = 10_000  # slow start grows windows as far as CPUs and the LLM budget allow
-    # Episodes per Ray call. None: half the worker's window, at most MAX_AUTO_BATCH, so each worker
-    # still has two calls in flight and one slow episode does not hold back the rest.
+    # Episodes per submit call. None: half the worker's window, at most MAX_AUTO_BATCH (more for
+    # large windows), so Ray's per-call cost is shared; episodes come back one by one as they finish.
     episodes_per_call: int | None = None
     backup_tail: bool = True  # idle workers re-run the last episodes still in flight elsewhere
     max_backups_per_call: int = 2

@@ -99,7 +99,7 @@ class Dispatcher:
     def dispatch(self, slots: list[Slot]) -> None:
         state = self.schedule
         if self.expected is not None and not self.tail_sorted and state.pending:
-            self._sort_tail(slots)
+            self._sort_tail(slots, self.expected)
         for slot in slots:
             if slot.dead or slot.solo or not slot.ready:
                 continue
@@ -107,7 +107,7 @@ class Dispatcher:
                 spec = self._next(state.suspects)
                 if spec is not None:
                     slot.solo = True
-                    self._send([spec], slot)
+                    state.send([spec], slot)
                 continue
             while state.pending and slot.in_flight < slot.window.size:
                 batch = []
@@ -116,11 +116,11 @@ class Dispatcher:
                     batch.append(spec)
                 if not batch:
                     break
-                self._send(batch, slot)
+                state.send(batch, slot)
         if self.backup_tail and not state.pending and not state.suspects:
             self._dispatch_backups(slots)
 
-    def _sort_tail(self, slots: list[Slot]) -> None:
+    def _sort_tail(self, slots: list[Slot], expected: Callable[[EpisodeSpec], float]) -> None:
         """Longest expected first over the job's last episodes: the job ends when its last long
         episode does, and one started last runs on alone while the CPUs idle. With LLM latencies
         an episode's length is mostly its steps (about 2.8 s of LLM wait each, 2 to 11 steps); a
@@ -132,7 +132,6 @@ class Dispatcher:
         # ... and once more episodes have finished than are left: guesses from a fair sample
         if len(state.pending) > max(horizon, MIN_TAIL) or len(state.done) < len(state.pending):
             return
-        expected = self.expected or (lambda spec: 0.0)
         state.pending = deque(sorted(state.pending, key=expected, reverse=True))  # stable: ties keep order
         self.tail_sorted = len(state.pending)
 
@@ -152,7 +151,7 @@ class Dispatcher:
             if not batch:
                 return
             self.backups += len(batch)
-            self._send(batch, slot)
+            state.send(batch, slot)
 
     def _batch_size(self, slot: Slot) -> int:
         if self.episodes_per_call is not None:
@@ -167,6 +166,3 @@ class Dispatcher:
                 continue
             return spec
         return None
-
-    def _send(self, specs: list[EpisodeSpec], slot: Slot) -> None:
-        self.schedule.send(specs, slot)
