@@ -27,6 +27,8 @@ def register(app: typer.Typer) -> None:
         episodes: int = typer.Option(200, "--episodes", help="episodes to run (tasks are cycled with new seeds)"),
         replicas: int = typer.Option(None, "--replicas", help="worker actors (default: one per CPU)"),
         cpus_per_worker: int = typer.Option(1, "--cpus-per-worker", help="CPUs each worker holds for solvers"),
+        pin_cpus: bool = typer.Option(True, "--pin-cpus/--no-pin-cpus",
+                                      help="run each worker on CPUs of its own (unpinned where none are free)"),
         address: str = typer.Option(None, "--address", help="join this Ray cluster instead of starting one"),
         run_id: str = typer.Option(None, "--run-id", help="run ID (default: derived from the arguments, so "
                                                           "re-running the same command resumes)"),
@@ -50,6 +52,7 @@ def register(app: typer.Typer) -> None:
 
         config = RolloutConfig(store_url=store or Settings.from_env().store_url, tasks=tasks, policy=policy,
                                llm=llm, episodes=episodes, replicas=replicas, cpus_per_worker=cpus_per_worker,
+                               pin_cpus=pin_cpus,
                                run_id=run_id, seed=seed, max_steps=max_steps, progress=progress,
                                retry_quarantined=retry_quarantined, backup_tail=backup_tail, llm_rpm=llm_rpm,
                                llm_tpm=llm_tpm, llm_concurrency=llm_concurrency)

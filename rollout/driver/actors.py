@@ -93,7 +93,8 @@ class WorkerPool:
             max_steps=config.max_steps, seed=config.seed, cpus=config.cpus_per_worker,
             code_version=config.code_version, solver_timeout_s=config.solver_timeout_s,
             episode_fn=config.episode_fn, budget=self.budget,
-            budget_limits=self.budget_limits if self.budget is not None else None, llm_pool=config.llm_pool))
+            budget_limits=self.budget_limits if self.budget is not None else None, llm_pool=config.llm_pool,
+            pin_cpus=config.pin_cpus))
         self._cls = ray.remote(num_cpus=config.cpus_per_worker, max_restarts=0, max_concurrency=1000)(RolloutWorker)
         self._max_restarts = (config.max_worker_restarts if config.max_worker_restarts is not None
                               else 4 * replicas + 4)

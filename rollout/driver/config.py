@@ -20,6 +20,8 @@ class RolloutConfig:
     episodes: int = 200
     replicas: int | None = None  # default: the cluster's CPUs // cpus_per_worker
     cpus_per_worker: int = 1
+    # Each worker runs on CPUs of its own (claimed machine-wide; unpinned when none are free).
+    pin_cpus: bool = True
     run_id: str | None = None  # default: derived from the arguments, so the same command resumes
     seed: int = 0
     max_steps: int = 10

@@ -74,6 +74,7 @@ class RolloutJob:
         self.solver_cpu_s = 0.0
         self._worker_cpu: dict[int, float] = {}  # pid -> CPU seconds of its process tree, last seen
         self._solver_cache: dict[int, dict] = {}  # pid -> its solvers.cache_stats(), last seen
+        self._worker_cpus: dict[int, tuple[int, ...]] = {}  # pid -> the CPUs it is pinned to (empty: unpinned)
         self._task_steps: dict[str, tuple[int, int]] = {}  # task ID -> (episodes, steps) accepted
         self._steps_seen = (0, 0)
         self._t_dispatch = self._t_end = 0.0
@@ -199,6 +200,7 @@ class RolloutJob:
         self.peak_rss_mb = max(self.peak_rss_mb, batch.peak_rss_mb)
         self._worker_cpu[batch.worker_pid] = max(self._worker_cpu.get(batch.worker_pid, 0.0), batch.cpu_s)
         self._solver_cache[batch.worker_pid] = batch.extra.get("solver_cache") or {}
+        self._worker_cpus[batch.worker_pid] = tuple(batch.extra.get("pinned_cpus") or ())
         accepted: list[EpisodeSummary] = []
         discarded = False
         for outcome in batch.outcomes:
@@ -317,6 +319,7 @@ class RolloutJob:
             rows_committed=committer.rows, message=message,
             solver_cache={k: sum(c.get(k, 0) for c in self._solver_cache.values()) for k in ("hits", "misses")},
             max_in_flight=self.stats.max_in_flight, llm_429=self.stats.llm_429, budget=dict(pool.budget_stats),
+            worker_cpus=dict(self._worker_cpus),
         )
 
 

@@ -39,6 +39,7 @@ class RolloutSummary:
     llm_429: int = 0  # rate-limited answers the workers saw
     budget: dict[str, Any] = field(default_factory=dict)  # the budget coordinator's counters
     solver_cache: dict[str, float] = field(default_factory=dict)  # hits/misses summed over the workers
+    worker_cpus: dict[int, tuple[int, ...]] = field(default_factory=dict)  # worker PID -> CPUs it ran pinned to
 
     @property
     def solver_cache_hit_rate(self) -> float:

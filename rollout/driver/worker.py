@@ -54,6 +54,8 @@ class WorkerSetup:
     budget: Any = None  # the job's BudgetCoordinator actor (rollout.llm.budget), None: no limits
     budget_limits: Any = None  # its BudgetLimits
     llm_pool: int = 512  # HTTP connections (and calls in flight) of the worker's one LLM client
+    pin_cpus: bool = False  # pin the worker (and its solver processes) to CPUs of its own (cpu_pinning.py);
+    # the job sets it, a worker made in-process (tests, a debug run) leaves its process as it is
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,12 @@ class RolloutWorker:
         from rollout.policies import make_policy
 
         self.setup = setup
+        self.cpu_claim = None
+        if setup.pin_cpus:
+            from rollout.driver.cpu_pinning import pin_to_claimed_cpus
+
+            # Before anything starts a thread or a solver process: they inherit the affinity.
+            self.cpu_claim = pin_to_claimed_cpus(max(1, setup.cpus))
         # Every LLM call of this process (agents, teacher, simulated world) draws from the job's budget.
         self.gate = install_gate(LLMGate(setup.budget, setup.budget_limits, worker=f"worker-{os.getpid()}"))
         self.policy = make_policy(setup.policy_spec, seed=setup.seed)
@@ -255,6 +263,10 @@ class RolloutWorker:
         return {"in_flight": self._in_flight, "solver_queued": self.executor.queued,
                 "solver_utilisation": min(1.0, utilisation), "solver_wait_s": self.executor.wait_s,
                 "solver_run_s": self.executor.run_s, "rss_mb": _rss_mb(), **self.gate.stats.snapshot()}
+
+    def pinned_cpus(self) -> list[int]:
+        """The CPUs this worker claimed and runs on; empty when it runs unpinned."""
+        return list(self.cpu_claim.cpus) if self.cpu_claim is not None else []
 
     async def run_batch(self, specs: list[EpisodeSpec]) -> WorkerBatch:
         """Run the episodes concurrently and return them all at once (tests, a local debug run)."""
@@ -362,7 +374,7 @@ class RolloutWorker:
             solver_wait_s=self.executor.wait_s, solver_run_s=self.executor.run_s, worker_pid=os.getpid(),
             peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
             cpu_s=_tree_cpu_s() - self._cpu_at_start,
-            extra={"solver_cache": solvers.cache_stats()},
+            extra={"solver_cache": solvers.cache_stats(), "pinned_cpus": self.pinned_cpus()},
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
 
@@ -19,12 +20,16 @@ TASKS = "planbench:blocksworld:8"
 
 
 @pytest.fixture(scope="module", autouse=True)
-def ray_cluster():
+def ray_cluster(tmp_path_factory):
+    # The workers' CPU claims (rollout/driver/cpu_pinning.py) in a folder of this cluster's own:
+    # its workers inherit the variable; a worker another test left on the machine cannot hold them.
+    os.environ["HALO_CPU_CLAIMS_DIR"] = str(tmp_path_factory.mktemp("cpu-claims"))
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
              object_store_memory=256 * 1024 * 1024)
     ray.cloudpickle.register_pickle_by_value(faulty)  # fault-injecting episode functions ship to actors
     yield
     ray.shutdown()
+    del os.environ["HALO_CPU_CLAIMS_DIR"]
 
 
 def _config(store_url: str, **kw) -> RolloutConfig:
@@ -46,6 +51,9 @@ def test_job_commits_every_episode_once_and_resumes(tmp_path):
     summary = job.run()
     assert (summary.status, summary.committed, summary.resumed) == ("completed", 16, 0)
     assert summary.workers == 2 and summary.peak_rss_mb > 0
+    if len(os.sched_getaffinity(0)) >= 2:  # each worker ran pinned to a CPU of its own
+        pinned = list(summary.worker_cpus.values())
+        assert len(pinned) == 2 and all(len(cpus) == 1 for cpus in pinned) and pinned[0] != pinned[1]
     assert summary.commits < 16  # batched, not one commit per episode
     _assert_exactly_once(store, job, {s.episode_id for s in job.specs})
     records = store.read_episodes([job.run_id])
