@@ -1,6 +1,6 @@
 """The rollout job in the LLM-latency-bound regime (run through `benchmarks/rollout.py`):
 
-    python benchmarks/rollout.py --llm-bound [--llm-episodes 4000] [--quick]
+    python benchmarks/rollout.py --llm-bound [--llm-episodes 16000] [--quick]
     python benchmarks/rollout.py --budget [--budget-rpm 1200] [--budget-s 90] [--quick]
     python benchmarks/rollout.py --in-flight 5000 [--in-flight-latency-ms 60000] [--quick]
     python benchmarks/rollout.py --students 1000 [--in-flight-latency-ms 20000] [--quick]
@@ -88,7 +88,7 @@ def llm_bound(args: argparse.Namespace) -> bool:
     from cluster.ray_cluster import shutdown
     from rollout.driver import RolloutConfig
 
-    n = args.llm_episodes or (1000 if args.quick else 4000)
+    n = args.llm_episodes or (1000 if args.quick else 16_000)
     rows = []
     handle = _cluster(2)  # both jobs on one cluster: the ratio is not a cluster start-up's noise
     try:
@@ -324,7 +324,7 @@ def in_flight(args: argparse.Namespace) -> bool:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("LLM-latency-bound regime (benchmarks/rollout_regimes.py)")
     g.add_argument("--llm-bound", action="store_true", help="A: real-time simulated latency vs CPU-bound")
-    g.add_argument("--llm-episodes", type=int, default=None, help="A: episodes per job (default 4000; --quick 1000)")
+    g.add_argument("--llm-episodes", type=int, default=None, help="A: episodes per job (default 16000, about 20 minutes; --quick 1000)")
     g.add_argument("--budget", action="store_true", help="B: the job-wide budget against a rate-limited server")
     g.add_argument("--budget-rpm", type=float, default=1200.0)
     g.add_argument("--budget-concurrency", type=int, default=96,
