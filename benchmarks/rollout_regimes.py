@@ -324,7 +324,8 @@ def in_flight(args: argparse.Namespace) -> bool:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("LLM-latency-bound regime (benchmarks/rollout_regimes.py)")
     g.add_argument("--llm-bound", action="store_true", help="A: real-time simulated latency vs CPU-bound")
-    g.add_argument("--llm-episodes", type=int, default=None, help="A: episodes per job (default 16000, about 20 minutes; --quick 1000)")
+    g.add_argument("--llm-episodes", type=int, default=None,
+                   help="A: episodes per job (default 16000, 20-30 min; --quick 1000)")
     g.add_argument("--budget", action="store_true", help="B: the job-wide budget against a rate-limited server")
     g.add_argument("--budget-rpm", type=float, default=1200.0)
     g.add_argument("--budget-concurrency", type=int, default=96,
