@@ -15,6 +15,7 @@ from rollout.driver import cpu_pinning
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = sorted(os.sched_getaffinity(0))
+QUOTA = cpu_pinning.quota_cpus()
 
 # A claimer process: claims one CPU, pins itself, prints its claim and its affinity, then holds
 # the claim until its input closes.
@@ -48,7 +49,8 @@ def _stop(proc: subprocess.Popen) -> None:
     proc.wait(timeout=30)
 
 
-@pytest.mark.skipif(len(ALLOWED) < 2, reason="needs 2 CPUs")
+@pytest.mark.skipif(len(ALLOWED) < 2 or (QUOTA is not None and len(ALLOWED) > QUOTA),
+                    reason="needs 2 CPUs that are a set, not a quota")
 def test_processes_claim_distinct_cpus_and_a_killed_one_s_cpu_is_free_again(tmp_path):
     claims = tmp_path / "claims"
     held = [_claimer(claims) for _ in ALLOWED]
@@ -70,7 +72,8 @@ def test_processes_claim_distinct_cpus_and_a_killed_one_s_cpu_is_free_again(tmp_
                 _stop(proc)
 
 
-def test_a_claim_is_all_or_nothing_and_release_frees_it(tmp_path):
+def test_a_claim_is_all_or_nothing_and_release_frees_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(cpu_pinning, "quota_cpus", lambda: None)
     assert cpu_pinning.claim_cpus(len(ALLOWED) + 1, tmp_path) is None
     claim = cpu_pinning.claim_cpus(len(ALLOWED), tmp_path)
     assert claim is not None and claim.cpus == tuple(ALLOWED)

@@ -11,7 +11,7 @@ import pytest
 import ray
 
 import tests.driver.faulty_episodes as faulty
-from rollout.driver import RolloutConfig, RolloutJob
+from rollout.driver import RolloutConfig, RolloutJob, cpu_pinning
 from rollout.store import RetryPolicy, TrajectoryStore
 from rollout.tasks import load_tasks
 from tests.s3_server import FaultProxy, S3Server
@@ -51,7 +51,8 @@ def test_job_commits_every_episode_once_and_resumes(tmp_path):
     summary = job.run()
     assert (summary.status, summary.committed, summary.resumed) == ("completed", 16, 0)
     assert summary.workers == 2 and summary.peak_rss_mb > 0
-    if len(os.sched_getaffinity(0)) >= 2:  # each worker ran pinned to a CPU of its own
+    cpus, quota = len(os.sched_getaffinity(0)), cpu_pinning.quota_cpus()
+    if cpus >= 2 and (quota is None or quota >= cpus):  # pinning applies here: each worker had a CPU of its own
         pinned = list(summary.worker_cpus.values())
         assert len(pinned) == 2 and all(len(cpus) == 1 for cpus in pinned) and pinned[0] != pinned[1]
     assert summary.commits < 16  # batched, not one commit per episode
