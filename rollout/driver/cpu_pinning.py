@@ -31,25 +31,29 @@ def default_claims_dir() -> Path:
     """$HALO_CPU_CLAIMS_DIR, else a folder in /dev/shm (a tmpfs every process of the machine sees)."""
     if os.environ.get("HALO_CPU_CLAIMS_DIR"):
         return Path(os.environ["HALO_CPU_CLAIMS_DIR"])
-    base = Path("/dev/shm") if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK) else \
-        Path(tempfile.gettempdir())
+    shm = Path("/dev/shm")
+    base = shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
     return base / f"halo-cpu-claims-{os.getuid()}"
 
 
 @dataclass
 class CpuClaim:
     cpus: tuple[int, ...]
-    _files: list[int] = field(default_factory=list, repr=False)
+    fds: list[int] = field(default_factory=list, repr=False)  # one locked file per CPU
 
     def release(self) -> None:
-        for fd in self._files:
+        for fd in self.fds:
             with contextlib.suppress(OSError):
                 os.close(fd)  # closing the only descriptor drops its flock
-        self._files.clear()
+        self.fds.clear()
 
 
 def _try_lock(path: Path) -> int | None:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    """An open descriptor holding the file's lock, or None (held elsewhere, or not openable)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -93,21 +97,17 @@ def claim_cpus(count: int, claims_dir: Path | None = None) -> CpuClaim | None:
         claims_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError:
         return None
-    claim = CpuClaim(())
     taken: list[int] = []
+    fds: list[int] = []
     for cpu in allowed:
-        try:
-            fd = _try_lock(claims_dir / f"cpu-{cpu}")
-        except OSError:
-            fd = None
+        fd = _try_lock(claims_dir / f"cpu-{cpu}")
         if fd is None:
             continue
-        claim._files.append(fd)
         taken.append(cpu)
+        fds.append(fd)
         if len(taken) == count:
-            claim.cpus = tuple(taken)
-            return claim
-    claim.release()
+            return CpuClaim(tuple(taken), fds)
+    CpuClaim((), fds).release()  # too few free: hold none
     return None
 
 
