@@ -126,5 +126,17 @@ def show(folder: str = typer.Argument(..., help="a generated set's directory")) 
     Console(width=160).print(table)
 
 
+@tasks_app.command()
+def score(
+    file: str = typer.Argument(..., help="a Natural Plan data file (trip, meeting or calendar JSON)"),
+    field: str = typer.Option("pred_5shot_pro", "--field", help="the answer field scored against golden_plan"),
+    as_json: bool = typer.Option(False, "--json", help="print {task, n, correct, accuracy, by_bucket}"),
+) -> None:
+    """Score a Natural Plan file's answers exactly as the benchmark's evaluation scripts do."""
+    from cluster.commands.tasks_score import run_score
+
+    run_score(file, field, as_json)
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(tasks_app, name="tasks")
