@@ -72,8 +72,29 @@ def map_plan(plan_text: str, known: set[str], name_map: dict[str, str] | None = 
     return solvers.plan_to_text(out)
 
 
+def check_benchmark_answer(task: Task, plan_text: str, name_map: dict[str, str] | None = None) -> OracleVerdict:
+    """Natural Plan: the plan, in gold names, rendered as the benchmark's answer and scored by its rules."""
+    from rollout.tasks.natural_plan.answers import render_answer, score_answer
+
+    if not task.gold_domain or not task.gold_problem:
+        return OracleVerdict(None, "benchmark_checker", "no PDDL encoding of this statement, so a plan cannot be "
+                             "rendered as the benchmark's answer (score answers with `halo tasks score`)")
+    if not plan_text.strip():
+        return OracleVerdict(False, "benchmark_checker", "no plan")
+    try:
+        mapped = map_plan(plan_text, gold_names(task), name_map)
+    except ValueError as exc:
+        return OracleVerdict(False, "benchmark_checker", f"unreadable plan: {exc}")
+    answer = render_answer(task.gold_answer or "", mapped)
+    if score_answer(task.gold_answer or "", answer):
+        return OracleVerdict(True, "benchmark_checker", "right by the benchmark's scoring")
+    return OracleVerdict(False, "benchmark_checker", f"wrong by the benchmark's scoring: {answer[-300:]}")
+
+
 def check_plan(task: Task, plan_text: str, *, name_map: dict[str, str] | None = None,
                limits: solvers.Limits | None = None) -> OracleVerdict:
+    if task.gold_answer:
+        return check_benchmark_answer(task, plan_text, name_map)
     if task.gold_domain and task.gold_problem:
         if not plan_text.strip():
             return OracleVerdict(False, "gold_pddl", "no plan")

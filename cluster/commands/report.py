@@ -37,12 +37,15 @@ def register(app: typer.Typer) -> None:
         from rollout.episode import EpisodeConfig, run_episodes
         from rollout.policies import PolicySpecError, make_policy
         from rollout.report import HEADERS, format_markdown, parse_group_by, summarize, summarize_by, summary_row
+        from rollout.sim.runnable import sim_unrunnable
         from rollout.tasks import TaskSpecError, load_tasks
 
         if llm != "sim":
             raise typer.BadParameter("only --llm sim is available here", param_hint="--llm")
         try:
             task_list = load_tasks(tasks)
+            if (unrunnable := sim_unrunnable(task_list)) is not None:
+                raise ValueError(unrunnable)
             specs: list[str] = []
             for piece in (s.strip() for s in policy.split(",")):
                 # "key=value" continues the previous spec's parameters (teacher:model=sim,profile=stronger)

@@ -30,7 +30,8 @@ def list_generators() -> None:
 
 @tasks_app.command()
 def generate(
-    domain: str = typer.Argument(..., help="generator name, a comma list, 'all', or a preset (classical)"),
+    domain: str = typer.Argument(..., help="generator name, a comma list, 'all', a preset (classical), "
+                                                  "or natural_plan[:KIND+KIND]"),
     out: str = typer.Option(..., "--out", help="the set's directory (tasks are added when it exists)"),
     count: int = typer.Option(None, "--count", help="gold tasks per domain and level (default 100; 30 for presets)"),
     seed: int = typer.Option(0, "--seed"),
@@ -51,6 +52,11 @@ def generate(
     from rollout.tasks.generators.pipeline import GenerateRequest, JobStats, expand, wants_ray
     from rollout.tasks.generators.pipeline import generate as run
 
+    if domain.split(":")[0] == "natural_plan":
+        from cluster.commands.tasks_natural_plan import generate_natural_plan
+
+        generate_natural_plan(domain, out, count, seed, difficulty)
+        return
     if ray_mode not in ("auto", "on", "off"):
         raise typer.BadParameter("choose auto, on or off", param_hint="--ray")
     try:

@@ -195,7 +195,7 @@ class SimWorld:
     def apply_llm_agent(self, agent_id: int, state: EpisodeState, *, dynamic_profile: str | None = None
                         ) -> AgentOutcome:
         if agent_id == NATURAL_LANGUAGE_ID:
-            text = render_natural_language(state.plan)
+            text = render_benchmark_answer(self.task, state.plan, self.name_map) or render_natural_language(state.plan)
             return self._account(state, AgentOutcome(state.domain, state.problem, natural_language=text,
                                                      message="rendered the plan as instructions"), len(text))
         if agent_id == EMERGENCY_ID:
@@ -351,6 +351,19 @@ def _reorder_init(problem_text: str, rng: random.Random) -> str:
         return problem_text
     shuffle_init(problem, rng)
     return to_text(problem) + "\n"
+
+
+def render_benchmark_answer(task: Task, plan_text: str, name_map: dict[str, str]) -> str:
+    """A task with a benchmark's answer format (Natural Plan): the plan written in that format."""
+    if not task.gold_answer or not plan_text.strip():
+        return ""
+    from rollout.oracle import gold_names, map_plan
+    from rollout.tasks.natural_plan.answers import render_answer
+
+    try:
+        return render_answer(task.gold_answer, map_plan(plan_text, gold_names(task), name_map))
+    except ValueError:
+        return ""
 
 
 def render_natural_language(plan_text: str) -> str:

@@ -19,7 +19,10 @@ class Task:
     spec_json: str | None = None
     gold_domain: str | None = None
     gold_problem: str | None = None
-    gold_plan: str | None = None
+    gold_plan: str | None = None  # a PDDL plan
+    # A benchmark's own answer and checker fields (Natural Plan: JSON of the example's scoring
+    # fields and "kind"); the oracle scores a rendered plan against it by the benchmark's rules.
+    gold_answer: str | None = None
 
 
 PLANBENCH_DOMAINS = ("blocksworld", "mystery_blocksworld", "depots", "logistics", "obfuscated_deceptive_logistics")

@@ -81,7 +81,14 @@ def _natural_plan_kind(key: str, example: dict) -> str:
 
 
 def load_natural_plan(path: Path) -> list[Task]:
-    """Natural Plan's JSON: {example_key: {prompt_0shot, prompt_5shot, golden_plan, ...}}."""
+    """Natural Plan's JSON: {example_key: {prompt_0shot, prompt_5shot, golden_plan, ...}}.
+
+    The benchmark's own files carry no PDDL: their tasks are scored with `halo tasks score`, and
+    the simulated world cannot run them. Files written by `halo tasks generate natural_plan` add
+    pddl_domain, pddl_problem and pddl_plan (the gold encoding), so the loop and oracle run on them.
+    """
+    from rollout.tasks.natural_plan.instance import ANSWER_FIELDS
+
     path = Path(path)
     try:
         data = json.loads(path.read_text())
@@ -97,11 +104,15 @@ def load_natural_plan(path: Path) -> list[Task]:
         if missing:
             raise TaskSpecError(f"{path}: example {key!r} lacks {', '.join(missing)}")
         kind = _natural_plan_kind(key, example)
-        spec = {k: v for k, v in example.items() if k not in ("prompt_5shot", "pred_5shot_pro", "golden_plan")}
+        pddl = {f: example.get(f"pddl_{f}") for f in ("domain", "problem", "plan")}
+        spec = example.get("spec") or {k: v for k, v in example.items()
+                                       if k not in ANSWER_FIELDS and not k.startswith(("pddl_", "prompt_"))}
+        answer = {k: v for k, v in example.items() if not k.startswith(("pddl_", "prompt_")) and k != "spec"}
         tasks.append(Task(
             task_id=f"natural_plan/{kind}/{key}", family="natural_plan", domain_name=kind,
             description=example["prompt_0shot"], target_planner="fd", scoring="checker",
-            spec_json=json.dumps(spec, sort_keys=True), gold_plan=example["golden_plan"],
+            spec_json=json.dumps(spec, sort_keys=True), gold_domain=pddl["domain"], gold_problem=pddl["problem"],
+            gold_plan=pddl["plan"], gold_answer=json.dumps({"kind": kind, **answer}, sort_keys=True),
         ))
     return tasks
 
@@ -156,7 +167,9 @@ def _generated(rest: str) -> list[Task]:
 
 def _natural_plan(rest: str) -> list[Task]:
     if not rest:
-        raise TaskSpecError("natural_plan needs a file: natural_plan:PATH.json")
+        raise TaskSpecError("natural_plan needs a file or a generated set: natural_plan:PATH.json | natural_plan:DIR")
+    if Path(rest.split(":")[0]).is_dir():
+        return _generated(rest)  # a set made by `halo tasks generate natural_plan`, with gen: filters
     if not Path(rest).is_file():
         raise TaskSpecError(f"natural_plan file not found: {rest}")
     return load_natural_plan(Path(rest))
@@ -165,7 +178,7 @@ def _natural_plan(rest: str) -> list[Task]:
 TASK_SOURCES.register("planbench", _planbench, example="planbench:blocksworld:10")
 TASK_SOURCES.register("ipc", _pddl_folders("ipc"), example="ipc:DIR")
 TASK_SOURCES.register("temporal", _pddl_folders("temporal"), example="temporal:DIR")
-TASK_SOURCES.register("natural_plan", _natural_plan, example="natural_plan:FILE.json")
+TASK_SOURCES.register("natural_plan", _natural_plan, example="natural_plan:FILE.json|DIR")
 TASK_SOURCES.register("gen", _generated, example="gen:DIR")
 TASK_SOURCES.register("planbench-dir", "rollout.tasks.planbench_dir:load_planbench_dir", example="planbench-dir:DIR")
 TASK_SOURCES.register("bundled", _bundled, example="bundled")

@@ -46,7 +46,7 @@ def test_ground_truth_fallback_and_no_gold() -> None:
     assert check_plan(gold_only, "(c d)").correct is False
     nothing = load_tasks(f"natural_plan:{SAMPLE}")[0]
     verdict = check_plan(nothing, "(a)")
-    assert verdict.correct is None and verdict.method == "none"
+    assert verdict.correct is None and verdict.method == "benchmark_checker" and "no PDDL encoding" in verdict.detail
 
 
 def test_gold_pddl_check_reports_its_solver_cpu() -> None:

@@ -89,7 +89,8 @@ def test_natural_plan_loader() -> None:
     assert kinds == {"calendar_scheduling", "trip_planning", "meeting_planning"}
     cal = next(t for t in tasks if t.domain_name == "calendar_scheduling")
     assert cal.task_id == "natural_plan/calendar_scheduling/calendar_scheduling_example_0"
-    assert cal.scoring == "checker" and cal.gold_plan.startswith("Here is the proposed time")
+    assert cal.scoring == "checker" and cal.gold_plan is None and cal.gold_domain is None  # no PDDL in the file
+    assert json.loads(cal.gold_answer)["golden_plan"].startswith("Here is the proposed time")
     assert cal.description.startswith("You are an expert at scheduling")
     spec = json.loads(cal.spec_json)
     assert spec["num_people"] == 2 and "prompt_5shot" not in spec

@@ -86,6 +86,8 @@ def load_genset(spec: str) -> list:
     N keeps N tasks taken round-robin over the (domain, level) groups, so a cut stays balanced.
     """
     from rollout.tasks.base import Task
+    from rollout.tasks.natural_plan.data_file import KINDS as NATURAL_PLAN_KINDS
+    from rollout.tasks.natural_plan.set_task import natural_plan_task
 
     parts = spec.split(":")[1:]
     if not parts or not parts[0]:
@@ -122,6 +124,8 @@ def load_genset(spec: str) -> list:
                 target_planner=r.get("target_planner") or "fd",
                 scoring="gold_pddl", gold_domain=domains[r["domain_file"]],
                 gold_problem=_read(root, r["problem_file"]), gold_plan=_read(root, r["plan_file"])))
+            if r["domain"] in NATURAL_PLAN_KINDS:  # scored by the benchmark's checker, not by gold PDDL
+                tasks[-1] = natural_plan_task(tasks[-1], root, r)
         except OSError as exc:
             raise GenSetError(f"{folder}: task {r['task_id']}: missing file ({exc})") from exc
     return tasks

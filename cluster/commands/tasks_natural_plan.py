@@ -1,0 +1,33 @@
+"""`halo tasks generate natural_plan[:KIND+...]`: Natural Plan tasks as a generated set."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+
+def generate_natural_plan(domain: str, out: str, count: int | None, seed: int, difficulty: str | None) -> None:
+    from rollout.tasks.natural_plan.taskset import (
+        NaturalPlanGenError,
+        NPJobStats,
+        generate_set,
+        parse_kinds,
+        parse_levels,
+    )
+
+    def progress(s: NPJobStats) -> None:
+        typer.echo(f"  {s.kind}/{s.level}: {s.kept}/{s.wanted} tasks, {s.duplicates} duplicates, "
+                   f"{s.rejected} rejected, {s.wall_s:.1f}s", err=True)
+
+    t0 = time.monotonic()
+    try:
+        kinds, levels = parse_kinds(domain), parse_levels(difficulty)
+        stats = generate_set(Path(out), kinds, levels, 100 if count is None else count, seed, progress)
+    except NaturalPlanGenError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    total = sum(s.kept for s in stats)
+    typer.echo(f"{total} Natural Plan tasks in {time.monotonic() - t0:.1f}s -> {out} (use --tasks gen:{out} or "
+               f"natural_plan:{out}; benchmark-format files in {out}/natural_plan/)")
