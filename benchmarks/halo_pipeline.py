@@ -13,6 +13,7 @@ Everything is simulated (llm_backend=sim) and printed so; the published rows are
 
     python benchmarks/halo_pipeline.py                      # full size (tens of minutes on 2 CPUs)
     python benchmarks/halo_pipeline.py --quick              # a few minutes
+    python benchmarks/halo_pipeline.py --natural-plan 0     # without the generated Natural Plan tasks
     python benchmarks/halo_pipeline.py --llm-policy         # add the SmolLM2 LoRA policy
     python benchmarks/halo_pipeline.py --teacher "rules+teacher:model=sim,profile=stronger"
 """
@@ -26,6 +27,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def natural_plan_set(folder: Path, count: int) -> str:
+    """Generate (or reuse) Natural Plan tasks, `count` per task type and level; the task spec."""
+    from rollout.tasks.natural_plan.instance import LEVELS
+    from rollout.tasks.natural_plan.taskset import GENERATORS, generate_set
+
+    if not (folder / "index.parquet").exists():
+        generate_set(folder, tuple(GENERATORS), LEVELS, count, seed=0)
+    return f"gen:{folder}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,14 +59,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llm-policy", action="store_true", help="also train and evaluate the SmolLM2 LoRA policy")
     ap.add_argument("--llm-steps", type=int, default=30)
     ap.add_argument("--llm-eval-tasks", type=int, default=20)
+    ap.add_argument("--natural-plan", type=int, default=None,
+                    help="generated Natural Plan tasks per task type and level added to the tasks (default 5; "
+                         "--quick 2; 0: none)")
+    ap.add_argument("--no-stronger", action="store_true", help="leave out the stronger prompted teacher row")
+    ap.add_argument("--no-vanilla", action="store_true", help="leave out the vanilla-LLM (no PDDL) row")
     ap.add_argument("--no-ablations", action="store_true")
     ap.add_argument("--no-cross-domain", action="store_true")
     ap.add_argument("--out", default="", help="output directory (default: a temporary one)")
     args = ap.parse_args(argv)
 
     out = args.out or tempfile.mkdtemp(prefix="halo-pipeline-")
+    tasks = args.tasks or ("planbench:all:10,ipc:bundled" if args.quick else "planbench:all:25,ipc:bundled")
+    np_count = (2 if args.quick else 5) if args.natural_plan is None else args.natural_plan
+    if np_count > 0:
+        tasks += "," + natural_plan_set(Path(out) / "natural-plan-set", np_count)
     cfg = PipelineConfig(
-        out=out, tasks=args.tasks or ("planbench:all:10,ipc:bundled" if args.quick else "planbench:all:25,ipc:bundled"),
+        out=out, tasks=tasks, stronger="" if args.no_stronger else "teacher:model=sim,profile=stronger",
+        vanilla=not args.no_vanilla,
         teacher=args.teacher, baseline=args.baseline, train_seeds=args.train_seeds or (2 if args.quick else 6),
         eval_seeds=args.eval_seeds or (1 if args.quick else 6),
         cross_domain_seeds=args.cross_domain_seeds, progress_only=args.progress_only,

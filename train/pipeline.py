@@ -64,6 +64,8 @@ class PipelineConfig:
     tasks: str = "planbench:all:25,ipc:bundled"
     teacher: str = "rules+teacher:model=sim"  # generates the training data
     baseline: str = "teacher:model=sim"  # the prompted orchestrator the trained policy is compared with
+    stronger: str = "teacher:model=sim,profile=stronger"  # the paper's second prompted row ("" leaves it out)
+    vanilla: bool = True  # the vanilla-LLM baseline row (rollout/sim/vanilla.py)
     train_seeds: int = 6  # teacher episodes per training task
     # episodes per held-out task and policy: 6 x 39 held-out tasks = 234 episodes, a standard error
     # of about 2 points on an oracle rate near 90% (78 episodes could not tell 2 points apart)
@@ -284,6 +286,7 @@ class PipelineResult:
     ablations: list[Row] = field(default_factory=list)
     cross_domain: list[dict] = field(default_factory=list)
     targets: list[tuple[str, bool, str]] = field(default_factory=list)  # (target, met, figures)
+    families: dict[str, dict[str, dict]] = field(default_factory=dict)  # Table 2: family -> policy -> row
     seconds: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -392,6 +395,8 @@ def run_pipeline(cfg: PipelineConfig, log=print) -> PipelineResult:  # noqa: C90
     main = models["fast"]
     rows: list[Row] = []
     specs = [("fast policy", f"rules+model:{main}"), ("prompted teacher", cfg.baseline)]
+    if cfg.stronger:
+        specs.append(("stronger teacher", cfg.stronger))
     if cfg.teacher != cfg.baseline:
         specs.append(("rules+teacher", cfg.teacher))
     specs += [("rules+random", "rules+random"), ("majority class", f"rules+majority:{main}")]
@@ -417,6 +422,9 @@ def run_pipeline(cfg: PipelineConfig, log=print) -> PipelineResult:  # noqa: C90
     paired = {label: paired_difference(merged[label], merged["prompted teacher"])
               for label in ("fast policy", LLM_LABEL, "rules+random", "majority class") if label in merged}
     result.stages[PAIRED_KEY] = paired
+    from train.table2 import TABLE2_PAIRED_KEY, attach_table2
+
+    attach_table2(result, dict(specs), merged, eval_tasks, eval_seeds, cfg.hardware_usd_per_hour, cfg.vanilla)
 
     if cfg.ablations:
         log("[4/6] ablations: filter, rules layer, augmentation")
@@ -454,7 +462,9 @@ def run_pipeline(cfg: PipelineConfig, log=print) -> PipelineResult:  # noqa: C90
         result.cross_domain = _cross_domain(episodes, tasks, eval_tasks, xd_seeds, out, cfg, result)
 
     log("[6/6] targets")
-    result.targets = check_targets(result)
+    from train.table2 import table2_targets
+
+    result.targets = check_targets(result) + table2_targets(result.families, result.stages.get(TABLE2_PAIRED_KEY, {}))
     (out / "pipeline.json").write_text(result.to_json())
     return result
 
@@ -590,7 +600,11 @@ def format_cross_domain(rows: list[dict]) -> str:
 
 
 def format_report(result: PipelineResult) -> str:
-    parts = ["## Comparison on held-out tasks (SIMULATED, llm_backend=sim; published rows are real-LLM figures "
+    from train.table2 import format_table2
+
+    parts = ["## Table 2, row by row (SIMULATED rows beside the paper's published real-LLM rows; "
+             "counting rules in train/accounting.py)", "", format_table2(result.families), ""]
+    parts += ["## Comparison on held-out tasks (SIMULATED, llm_backend=sim; published rows are real-LLM figures "
              "from the paper, not comparable run for run)", "", format_table(result.comparison)]
     if result.ablations:
         parts += ["", "## Ablations (fast policy, held-out tasks, SIMULATED)", "", format_table(result.ablations)]

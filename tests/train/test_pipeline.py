@@ -58,6 +58,16 @@ def test_pipeline_small_end_to_end(tmp_path):
     assert paired["difference"] == pytest.approx(100 * (fast.oracle_success - teacher.oracle_success), abs=0.01)
     assert paired["better"] - paired["worse"] == round(paired["difference"] * fast.episodes / 100)
     assert "SIMULATED" in format_report(result) and result.targets
+    # Table 2: families x policies with the paper's accounting, in pipeline.json
+    import json
+
+    families = json.loads((tmp_path / "pipeline.json").read_text())["families"]
+    assert set(families) == {"planbench", "classical"}
+    for rows in families.values():
+        assert {"fast policy", "prompted teacher", "stronger teacher", "vanilla LLM (no PDDL)"} <= set(rows)
+        assert rows["fast policy"]["llm_calls"] >= 1 + rows["fast policy"]["decision_calls"]  # the draft counted
+        assert rows["prompted teacher"]["usd_paper"] == rows["prompted teacher"]["usd_ours"] > 0
+    assert "Table 2" in format_report(result) and "published real-LLM (paper)" in format_report(result)
 
 
 @pytest.mark.parametrize("kwargs,message", [
