@@ -39,8 +39,17 @@ def natural_plan_set(folder: Path, count: int) -> str:
     return f"gen:{folder}"
 
 
+def classical_paper_set(folder: Path, per_level: int) -> str:
+    """Generate (or reuse) the classical family as the papers define it; the task spec."""
+    from rollout.tasks.generators.paper_classical import generate_paper_classical
+
+    if not (folder / "index.parquet").exists():
+        generate_paper_classical(folder, per_level, seed=0, log=lambda msg: print(f"  {msg}", flush=True))
+    return f"gen:{folder}"
+
+
 def main(argv: list[str] | None = None) -> int:
-    from train.pipeline import PipelineConfig, PipelineError, format_report, run_pipeline
+    from train.pipeline import DEFAULT_HOLDOUT_DOMAINS, PipelineConfig, PipelineError, format_report, run_pipeline
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer tasks and seeds (a few minutes)")
@@ -62,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--natural-plan", type=int, default=None,
                     help="generated Natural Plan tasks per task type and level added to the tasks (default 5; "
                          "--quick 2; 0: none)")
+    ap.add_argument("--classical-paper", type=int, default=None,
+                    help="tasks per level of the classical-paper preset added to the tasks (default 30, the "
+                         "paper's size; --quick 2; 0: none)")
     ap.add_argument("--no-stronger", action="store_true", help="leave out the stronger prompted teacher row")
     ap.add_argument("--no-vanilla", action="store_true", help="leave out the vanilla-LLM (no PDDL) row")
     ap.add_argument("--no-ablations", action="store_true")
@@ -74,9 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     np_count = (2 if args.quick else 5) if args.natural_plan is None else args.natural_plan
     if np_count > 0:
         tasks += "," + natural_plan_set(Path(out) / "natural-plan-set", np_count)
+    cp_count = (2 if args.quick else 30) if args.classical_paper is None else args.classical_paper
+    holdout = DEFAULT_HOLDOUT_DOMAINS
+    if cp_count > 0:
+        tasks += "," + classical_paper_set(Path(out) / "classical-paper-set", cp_count)
+        holdout += ("generated/hanoi", "generated/childsnack")  # the same domains, generated, stay out too
     cfg = PipelineConfig(
         out=out, tasks=tasks, stronger="" if args.no_stronger else "teacher:model=sim,profile=stronger",
-        vanilla=not args.no_vanilla,
+        vanilla=not args.no_vanilla, holdout_domains=holdout,
         teacher=args.teacher, baseline=args.baseline, train_seeds=args.train_seeds or (2 if args.quick else 6),
         eval_seeds=args.eval_seeds or (1 if args.quick else 6),
         cross_domain_seeds=args.cross_domain_seeds, progress_only=args.progress_only,

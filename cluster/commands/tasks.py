@@ -26,12 +26,16 @@ def list_generators() -> None:
     Console(width=200).print(table)
     for name, parts in PRESETS.items():
         typer.echo(f"preset {name}: " + ", ".join(f"{d} {'/'.join(lv)}" for d, lv in parts) + " (30 tasks per level)")
+    typer.echo("preset classical-paper: blocksworld easy/medium/hard by optimal plan length 2-4/6-8/10-12, hanoi "
+               "easy..extreme by 3-6 discs (30 per level), childsnack and floortile 19 each")
+    typer.echo("natural_plan[:KIND+KIND]: trip_planning, meeting_planning, calendar_scheduling; "
+               "levels easy/medium/hard")
 
 
 @tasks_app.command()
 def generate(
     domain: str = typer.Argument(..., help="generator name, a comma list, 'all', a preset (classical), "
-                                                  "or natural_plan[:KIND+KIND]"),
+                                                  "classical-paper, or natural_plan[:KIND+KIND]"),
     out: str = typer.Option(..., "--out", help="the set's directory (tasks are added when it exists)"),
     count: int = typer.Option(None, "--count", help="gold tasks per domain and level (default 100; 30 for presets)"),
     seed: int = typer.Option(0, "--seed"),
@@ -56,6 +60,11 @@ def generate(
         from cluster.commands.tasks_natural_plan import generate_natural_plan
 
         generate_natural_plan(domain, out, count, seed, difficulty)
+        return
+    if domain == "classical-paper":
+        from cluster.commands.tasks_natural_plan import generate_classical_paper
+
+        generate_classical_paper(out, count, seed, difficulty)
         return
     if ray_mode not in ("auto", "on", "off"):
         raise typer.BadParameter("choose auto, on or off", param_hint="--ray")

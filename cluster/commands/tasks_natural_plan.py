@@ -1,4 +1,4 @@
-"""`halo tasks generate natural_plan[:KIND+...]`: Natural Plan tasks as a generated set."""
+"""`halo tasks generate natural_plan[:KIND+...]` and `classical-paper`: the paper-shaped generated sets."""
 
 from __future__ import annotations
 
@@ -31,3 +31,18 @@ def generate_natural_plan(domain: str, out: str, count: int | None, seed: int, d
     total = sum(s.kept for s in stats)
     typer.echo(f"{total} Natural Plan tasks in {time.monotonic() - t0:.1f}s -> {out} (use --tasks gen:{out} or "
                f"natural_plan:{out}; benchmark-format files in {out}/natural_plan/)")
+
+
+def generate_classical_paper(out: str, count: int | None, seed: int, difficulty: str | None) -> None:
+    from rollout.tasks.generators.paper_classical import PER_LEVEL, generate_paper_classical
+
+    if difficulty:
+        typer.echo("error: preset 'classical-paper' fixes its own levels; leave out --difficulty", err=True)
+        raise typer.Exit(2)
+    if count is not None and count < 1:
+        typer.echo(f"error: --count must be at least 1, got {count}", err=True)
+        raise typer.Exit(2)
+    t0 = time.monotonic()
+    kept = generate_paper_classical(Path(out), PER_LEVEL if count is None else count, seed,
+                                    log=lambda msg: typer.echo(f"  {msg}", err=True))
+    typer.echo(f"{kept} classical tasks in {time.monotonic() - t0:.1f}s -> {out} (use --tasks gen:{out})")
