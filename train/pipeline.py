@@ -66,6 +66,7 @@ class PipelineConfig:
     baseline: str = "teacher:model=sim"  # the prompted orchestrator the trained policy is compared with
     stronger: str = "teacher:model=sim,profile=stronger"  # the paper's second prompted row ("" leaves it out)
     vanilla: bool = True  # the vanilla-LLM baseline row (rollout/sim/vanilla.py)
+    dynamic_ablation: bool = True  # the fast policy escalating repeats to the dynamic agent (a Table-2 row)
     train_seeds: int = 6  # teacher episodes per training task
     # episodes per held-out task and policy: 6 x 39 held-out tasks = 234 episodes, a standard error
     # of about 2 points on an oracle rate near 90% (78 episodes could not tell 2 points apart)
@@ -397,6 +398,8 @@ def run_pipeline(cfg: PipelineConfig, log=print) -> PipelineResult:  # noqa: C90
     specs = [("fast policy", f"rules+model:{main}"), ("prompted teacher", cfg.baseline)]
     if cfg.stronger:
         specs.append(("stronger teacher", cfg.stronger))
+    if cfg.dynamic_ablation:
+        specs.append(("fast policy + dynamic agent", f"rules+dyn:model:{main}"))
     if cfg.teacher != cfg.baseline:
         specs.append(("rules+teacher", cfg.teacher))
     specs += [("rules+random", "rules+random"), ("majority class", f"rules+majority:{main}")]

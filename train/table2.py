@@ -16,6 +16,7 @@ from train.accounting import DRAFT_CALLS, Orchestrator, account
 TABLE2_FAMILIES = ("planbench", "natural_plan", "classical")
 VANILLA_LABEL = "vanilla LLM (no PDDL)"
 WEAKER, STRONGER, TRAINED = "prompted teacher", "stronger teacher", "fast policy"
+DYNAMIC = "fast policy + dynamic agent"
 PUBLISHED_SUCCESS = {"planbench": (91.6, 97.8, 94.9), "natural_plan": (51.5, 91.7, 88.8),
                      "classical": (93.0, 93.0, 95.8)}  # GPT-5-mini / Gemini-3-Flash / trained, DESIGN.md
 SIMULATED = "simulated (llm_backend=sim)"
@@ -30,7 +31,7 @@ def table2_family(family: str) -> str:
 def orchestrator_for(label: str, spec: str) -> Orchestrator:
     if "teacher:" in spec:
         return Orchestrator("prompted", "stronger" if "profile=stronger" in spec else "weaker")
-    if "model:" in spec or "majority:" in spec:
+    if "model:" in spec or "majority:" in spec:  # dyn:model:DIR too: the same served model decides
         return Orchestrator("trained")
     return Orchestrator("none")
 
@@ -92,7 +93,7 @@ def _right(x: EpisodeRecord | VanillaOutcome) -> bool:
 def paired_table(runs: Mapping[str, tuple[str, list[EpisodeRecord]]],
                  vanilla: list[VanillaOutcome] | None = None) -> dict[str, dict[str, dict[str, float]]]:
     """{family: {"X - Y": paired difference}} for the comparisons the targets and the note quote."""
-    pairs = [(TRAINED, WEAKER), (TRAINED, STRONGER), (STRONGER, WEAKER)]
+    pairs = [(TRAINED, WEAKER), (TRAINED, STRONGER), (STRONGER, WEAKER), (DYNAMIC, TRAINED)]
     out: dict[str, dict[str, dict[str, float]]] = {}
     by_label = {label: _by_family(recs) for label, (_, recs) in runs.items()}
     for fam in TABLE2_FAMILIES:

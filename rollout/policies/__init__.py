@@ -82,6 +82,7 @@ register_policy_factory("student", _student_factory)  # student:URL -> the serve
 register_policy_factory("teacher", _teacher_factory)  # teacher:model=...,base_url=... -> prompted LLM
 register_policy_factory("model", "train.policy_specs:model_factory")  # model:DIR -> a trained artifact
 register_policy_factory("majority", "train.policy_specs:majority_factory")  # majority:DIR -> its majority class
+register_policy_factory("dyn", "rollout.policies.dynamic_escalation:dynamic_factory")  # dyn:SPEC -> escalates repeats
 
 
 def make_policy(spec: str, *, seed: int = 0) -> Policy:
