@@ -52,6 +52,7 @@ MAX_UNCOMMITTED = 5_000  # finished episodes waiting for the committer before di
 class RolloutJob:
     def __init__(self, config: RolloutConfig, *, store: TrajectoryStore | None = None) -> None:
         from rollout.policies import make_policy
+        from rollout.sim.runnable import sim_unrunnable
         from rollout.tasks import load_tasks
 
         self.config = config
@@ -62,6 +63,8 @@ class RolloutJob:
         if config.replicas is not None and config.replicas < 1:
             raise ValueError(f"--replicas must be at least 1, got {config.replicas}")
         self.tasks = load_tasks(config.tasks)
+        if config.llm.split(":")[0] == "sim" and (unrunnable := sim_unrunnable(self.tasks)) is not None:
+            raise ValueError(unrunnable)  # e.g. Natural Plan's own files: no PDDL to draft from
         self.run_id = check_run_id(config.run_id or default_run_id(config.identity()))
         self.specs = plan_episodes(self.tasks, config.episodes, self.run_id, config.seed)
         self.store = store or TrajectoryStore(config.store_url, storage_options=config.storage_options,

@@ -129,3 +129,12 @@ def test_bad_natural_plan_generate_arguments(tmp_path: Path) -> None:
                           (["natural_plan", "--count", "0"], "--count must be at least 1")):
         result = runner.invoke(app, ["tasks", "generate", *args, "--out", str(tmp_path / "x")])
         assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_rollout_refuses_benchmark_files_in_the_simulated_world(tmp_path: Path) -> None:
+    path = tmp_path / "trip.json"
+    path.write_text(json.dumps({"trip_planning_example_0": {
+        "cities": "Oslo**Rome", "durations": "3**2", "num_cities": 2, "prompt_0shot": "x", "golden_plan": "y"}}))
+    result = runner.invoke(app, ["rollout", "--tasks", f"natural_plan:{path}", "--store", str(tmp_path / "store"),
+                                 "--episodes", "1"])
+    assert result.exit_code == 2 and "carry no PDDL encoding" in result.output, result.output
