@@ -26,12 +26,13 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from rollout.agent_table import AGENT_TABLE, NATURAL_LANGUAGE_ID, NOOP_ID
+from rollout.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID, NATURAL_LANGUAGE_ID, NOOP_ID
 from rollout.report import refinement_steps
 from rollout.sim.paper_calibration import served_usd_per_decision, teacher_usd_per_call
 from rollout.trajectory import EpisodeRecord
 
-LLM_AGENTS = frozenset(a.agent_id for a in AGENT_TABLE if a.kind == "llm") - {NATURAL_LANGUAGE_ID}
+# the LLM agents of the refinement steps: 0-10 and 18-20, and the dynamic agent (an LLM with a written profile)
+LLM_AGENTS = frozenset({a.agent_id for a in AGENT_TABLE if a.kind == "llm"} | {DYNAMIC_AGENT_ID}) - {NATURAL_LANGUAGE_ID}
 MODEL_DECIDERS = frozenset({"model", "student"})
 DRAFT_CALLS = 1
 

@@ -44,6 +44,9 @@ def test_counting_rules_on_one_episode() -> None:
     assert episode_calls(t) == (3, 2)  # decisions: 1 + 2 (correction round); agents: 9 and 0, not 12
     m = trained_episode()
     assert iterations(m) == 2 and episode_calls(m) == (1, 1)
+    # the dynamic agent (21) is an LLM call of its own, beside the decision that created it
+    dyn = _episode(0, 0, [_step(0, 21, "model", 1), _step(1, 21, "teacher", 2)], False)
+    assert episode_calls(dyn) == (2, 2)
 
 
 def test_costs_in_both_conventions() -> None:
