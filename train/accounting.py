@@ -32,7 +32,8 @@ from rollout.sim.paper_calibration import served_usd_per_decision, teacher_usd_p
 from rollout.trajectory import EpisodeRecord
 
 # the LLM agents of the refinement steps: 0-10 and 18-20, and the dynamic agent (an LLM with a written profile)
-LLM_AGENTS = frozenset({a.agent_id for a in AGENT_TABLE if a.kind == "llm"} | {DYNAMIC_AGENT_ID}) - {NATURAL_LANGUAGE_ID}
+_LLM_KIND = frozenset(a.agent_id for a in AGENT_TABLE if a.kind == "llm")
+LLM_AGENTS = (_LLM_KIND | {DYNAMIC_AGENT_ID}) - {NATURAL_LANGUAGE_ID}
 MODEL_DECIDERS = frozenset({"model", "student"})
 DRAFT_CALLS = 1
 
