@@ -11,7 +11,7 @@ The baselines are measured in the same run: every ratio (LLM calls, orchestratio
 trained policy's figure over the teacher's on the same held-out tasks and episode seeds.
 Everything is simulated (llm_backend=sim) and printed so; the published rows are not.
 
-    python benchmarks/halo_pipeline.py                      # full size (tens of minutes on 2 CPUs)
+    python benchmarks/halo_pipeline.py                      # full size (over an hour on 2 busy CPUs)
     python benchmarks/halo_pipeline.py --quick              # a few minutes
     python benchmarks/halo_pipeline.py --natural-plan 0     # without the generated Natural Plan tasks
     python benchmarks/halo_pipeline.py --llm-policy         # add the SmolLM2 LoRA policy
