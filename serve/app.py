@@ -55,21 +55,26 @@ ROUTES = ("/v1/decide", "/v1/decide/batch", "/v1/feedback", "/v1/admin/model", "
           "/healthz", "/readyz", "/metrics")
 # Loaded models kept per replica, so a rollback switches without reloading.
 MODEL_CACHE_SIZE = 3
+# The caller's name in keyless (loopback) mode: its feedback episodes are namespaced under it.
+LOCAL_CALLER = "local"
 
 _ERR = {"model": ErrorOut}
 # Every status a guarded route can answer (tests/serve/test_hostile.py checks them all are declared).
 GUARDED_RESPONSES: dict[int | str, dict[str, Any]] = {
     401: {**_ERR, "description": "missing or wrong API key (when keys are configured)"},
+    403: {**_ERR, "description": "a key without this route's role, or (keyless) a non-loopback Host/Origin"},
     408: {**_ERR, "description": "the request body did not arrive within body_timeout_s"},
     413: {**_ERR, "description": "request body over the size limit"},
     422: {**_ERR, "description": "malformed body or a bad/missing/unknown field (named in `field`)"},
-    429: {**_ERR, "description": "over the key's rate limit or its requests in flight (see Retry-After)"},
+    429: {**_ERR, "description": "over the key's rate limit, cost budget, feedback quota or requests in flight "
+                                 "(see Retry-After)"},
     503: {**_ERR, "description": "overloaded (see Retry-After) or no model loaded"},
 }
 ADMIN_RESPONSES: dict[int | str, dict[str, Any]] = {
     **GUARDED_RESPONSES, 403: {**_ERR, "description": "a decision key on an admin route (admin_api_keys)"}}
 FEEDBACK_RESPONSES: dict[int | str, dict[str, Any]] = {
-    **GUARDED_RESPONSES, 409: {**_ERR, "description": "episode_id already stored with different content"}}
+    **GUARDED_RESPONSES, 403: {**_ERR, "description": "a key without the feedback role"},
+    409: {**_ERR, "description": "episode_id already stored with different content"}}
 ROLLBACK_RESPONSES: dict[int | str, dict[str, Any]] = {
     **ADMIN_RESPONSES, 409: {**_ERR, "description": "no earlier version that loaded to roll back to"}}
 
@@ -188,9 +193,13 @@ class DecisionService:
         self.replica_id = ctx.replica_id.unique_id
         self.metrics = ReplicaMetrics()
         c = self.config
-        self.guard = GuardSettings(c.key_ring(), c.max_body_bytes, c.metrics_public, observe=self._observe,
+        keys = c.key_ring()
+        keys.on_problem = lambda problem: self.metrics.inc("halo_serve_key_file_problems", (problem,))
+        self.guard = GuardSettings(keys, c.max_body_bytes, c.metrics_public, observe=self._observe,
                                    body_timeout_s=c.body_timeout_s, max_inflight_per_client=c.max_inflight_per_client,
-                                   rate_limit_rps=c.rate_limit_rps, rate_limit_burst=c.rate_limit_burst)
+                                   rate_limit_rps=c.rate_limit_rps, rate_limit_burst=c.rate_limit_burst,
+                                   cost_limit_s_per_s=c.cost_limit_s_per_s, cost_limit_burst_s=c.cost_limit_burst_s,
+                                   bind_host=c.host)
         self._registry = get_registry(self.config.registry_name, self.config.registry_namespace)
         self._lock = threading.Lock()  # serialises model loads (admin request vs sync thread)
         self._cache: dict[tuple[str, str], LoadedModel] = {}
@@ -370,31 +379,48 @@ class DecisionService:
     # -- feedback ---------------------------------------------------------------------------------
 
     @api.post("/v1/feedback", response_model=FeedbackOut, responses=FEEDBACK_RESPONSES,
-              summary="Store the outcome of an episode that used the service (idempotent by episode_id)")
+              summary="Store the outcome of an episode that used the service (idempotent by episode_id per key; "
+                      "re-verified before it is trusted)")
     async def feedback(self, body: FeedbackIn, request: Request) -> Any:
         if not self.config.feedback_store:
             return _refuse(request, 503, "feedback_disabled", "the service has no feedback_store configured")
-        from serve.feedback import episode_from_feedback, get_writer
+        from serve.feedback import episode_from_feedback
 
+        state = request.scope["state"]
+        key_name = state.get("key_name") or LOCAL_CALLER
         model = self._model
-        episode = episode_from_feedback(body, self.config.feedback_run_id, model.version if model else "")
+        episode = episode_from_feedback(body, self.config.feedback_run_id, model.version if model else "", key_name)
         try:
-            if self._feedback_writer is None:
-                self._feedback_writer = get_writer(self.config.feedback_store, self.config.registry_namespace)
-            outcome = await self._feedback_writer.write.remote(self.config.feedback_run_id, episode)
+            answer = await self._writer().submit.remote(key_name, state.get("body_bytes", 0), episode)
         except Exception as exc:
             self.metrics.inc("halo_serve_feedback_episodes", ("error",))
-            log.error("request_id=%s feedback %s not stored: %s", request.scope["state"].get("request_id"),
-                      body.episode_id, exc)
+            log.error("request_id=%s feedback %s not stored: %s", state.get("request_id"), episode.episode_id,
+                      type(exc).__name__)
             # The cause stays in the service log: a client sees a transient, retryable answer.
             return _refuse(request, 503, "store_unavailable", "the trajectory store did not take the episode; retry",
                            headers={"Retry-After": str(max(1, round(self.config.retry_after_s)))})
-        self.metrics.inc("halo_serve_feedback_episodes", (outcome,))
+        outcome = answer["outcome"]
+        self.metrics.inc("halo_serve_feedback_episodes", (answer.get("verdict", outcome).split(":")[-1],))
+        if outcome == "over_quota":
+            return _refuse(request, 429, "over_quota", f"key {key_name} is over its feedback quota "
+                           f"({self.config.feedback_episodes_per_hour} episodes, {self.config.feedback_bytes_per_hour} "
+                           "bytes per hour)", headers={"Retry-After": str(max(1, round(answer["retry_after"])))})
         if outcome == "conflict":
             return _refuse(request, 409, "conflict", f"episode {body.episode_id} is already stored with different "
                                                      "content (episode IDs are idempotency keys)", "episode_id")
-        stored = outcome == "stored"
-        return {"episode_id": episode.episode_id, "stored": stored, "steps": episode.num_steps}
+        return {"episode_id": body.episode_id, "stored": outcome == "stored", "steps": episode.num_steps,
+                "stored_id": episode.episode_id, "verdict": answer.get("verdict", "")}
+
+    def _writer(self) -> Any:
+        from serve.feedback import FeedbackSettings, get_writer
+
+        if self._feedback_writer is None:
+            c = self.config
+            settings = FeedbackSettings(c.feedback_store, c.feedback_run_id, c.feedback_tasks,
+                                        c.feedback_episodes_per_hour, c.feedback_bytes_per_hour,
+                                        c.feedback_batch_size, c.feedback_batch_wait_s)
+            self._feedback_writer = get_writer(settings, c.registry_namespace)
+        return self._feedback_writer
 
     # -- model admin ------------------------------------------------------------------------------
 
@@ -448,6 +474,8 @@ class DecisionService:
                 "replica": self.replica_id}
         if self._failed:
             body["last_load_error"] = self._failed[1]
+        if self.guard.keys.key_file:
+            body["key_file"] = self.guard.keys.status()
         return body
 
     @api.get("/metrics", summary="Prometheus metrics summed over all replicas",
