@@ -10,6 +10,7 @@ two. The model is swapped atomically by a background thread that follows the reg
 import asyncio
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -46,6 +47,7 @@ from serve.schemas import (
     ModelOut,
     StateIn,
 )
+from train.cost_budget import time_budget
 from train.manifest import ManifestError
 
 log = logging.getLogger("halo.serve")
@@ -57,6 +59,9 @@ ROUTES = ("/v1/decide", "/v1/decide/batch", "/v1/feedback", "/v1/admin/model", "
 MODEL_CACHE_SIZE = 3
 # The caller's name in keyless (loopback) mode: its feedback episodes are namespaced under it.
 LOCAL_CALLER = "local"
+# States with more text than this decide off the event loop (a planbench state is a few KB).
+HEAVY_STATE_CHARS = 32_000
+GIL_SWITCH_INTERVAL_S = 0.001
 
 _ERR = {"model": ErrorOut}
 # Every status a guarded route can answer (tests/serve/test_hostile.py checks them all are declared).
@@ -154,6 +159,11 @@ def _error_kind(status: int) -> str | None:
             499: "client_disconnect", 503: "unavailable"}.get(status, "internal" if status >= 500 else None)
 
 
+def state_chars(state: EpisodeState) -> int:
+    return (len(state.domain) + len(state.problem) + len(state.task_description) + len(state.plan)
+            + len(state.validator_errors) + len(state.planner_log))
+
+
 class _ServedModel(Policy):
     """The replica's current model as the policy the rules layer defers to."""
 
@@ -174,8 +184,12 @@ class _ServedModel(Policy):
     async def adecide(self, state: EpisodeState) -> Decision:
         model = self._current()
         # An inline policy decides in tens of microseconds: batching would only add the batch
-        # window's wait (about 1.5 ms p50 at concurrency 1), so it decides right here.
+        # window's wait (about 1.5 ms p50 at concurrency 1), so it decides right here, unless the
+        # state is large enough that reading it (parsing, reachability) may take a while: that
+        # one decides in a worker thread, off the event loop, under the request's time budget.
         if model is not None and model.inline:
+            if state_chars(state) > HEAVY_STATE_CHARS:
+                return (await asyncio.to_thread(model.decide_batch, [state]))[0]
             return model.decide_batch([state])[0]
         # A @serve.batch queue belongs to the event loop that first used it: the fast ingress's
         # thread has its own loop, so it batches through its own queue.
@@ -220,6 +234,9 @@ class DecisionService:
         if self._model is None:
             raise RuntimeError(f"replica could not load the served model: {self._failed}")
         ActiveGuard.settings = self.guard
+        # Large states decide in a worker thread; a 1 ms GIL switch interval (Python's default
+        # is 5 ms) keeps the event loop's wait behind that thread short for everyone else's requests.
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
         self._fast: FastIngress | None = None
         if c.fast_ingress:
             self._fast = FastIngress(api, host=c.host, port_range=(c.fast_ingress_min_port, c.fast_ingress_max_port),
@@ -345,11 +362,17 @@ class DecisionService:
             return model.decide_batch(states)
         return await asyncio.to_thread(model.decide_batch, states)
 
-    async def _decide(self, state: EpisodeState) -> dict[str, Any]:
-        """The decision as the API answers it (`Decision.to_dict()`), counted in the metrics."""
+    async def _decide(self, state: EpisodeState, request: Request | None = None) -> dict[str, Any]:
+        """The decision as the API answers it (`Decision.to_dict()`), counted in the metrics; its
+        time is charged to the caller's cost budget (serve/guard.py)."""
         t0 = time.perf_counter()
-        d = await self._policy.adecide(state)
-        latency_ms = (time.perf_counter() - t0) * 1000.0
+        with time_budget(self.config.decision_budget_s):
+            d = await self._policy.adecide(state)
+        seconds = time.perf_counter() - t0
+        if request is not None:
+            scope_state = request.scope.setdefault("state", {})
+            scope_state["work_s"] = scope_state.get("work_s", 0.0) + seconds
+        latency_ms = seconds * 1000.0
         model = self._model
         # A rule decision carries the version the replica serves, as the model's own decisions do.
         version = d.policy_version or (model.version if model else "")
@@ -359,8 +382,8 @@ class DecisionService:
 
     @api.post("/v1/decide", response_model=DecisionOut, responses=GUARDED_RESPONSES,
               summary="Choose the next agent for one episode state")
-    async def decide(self, body: StateIn) -> Any:  # type: ignore[valid-type]
-        return await self._decide(EpisodeState.from_model(body))
+    async def decide(self, body: StateIn, request: Request) -> Any:  # type: ignore[valid-type]
+        return await self._decide(EpisodeState.from_model(body), request)
 
     @api.post("/v1/decide/batch", response_model=BatchOut, responses=GUARDED_RESPONSES,
               summary="Choose the next agent for many states at once")
@@ -368,7 +391,11 @@ class DecisionService:
         if len(body.states) > self.config.max_batch_states:
             return _refuse(request, 422, "invalid_request",
                            f"at most {self.config.max_batch_states} states per request", "states")
-        decisions = await asyncio.gather(*(self._decide(EpisodeState.from_model(s)) for s in body.states))
+        # One budget for the whole batch (twice one state's): a batch of crafted states costs what
+        # two do; its later states decide on the neutral features.
+        with time_budget(2 * self.config.decision_budget_s):
+            decisions = await asyncio.gather(*(self._decide(EpisodeState.from_model(s), request)
+                                               for s in body.states))
         model = self._model
         return {"decisions": decisions, "policy_version": model.version if model else ""}
 

@@ -75,10 +75,14 @@ class ServeConfig:
     insecure: bool = False
     rate_limit_rps: float = 0.0  # per key; 0 = unlimited; past it 429 + Retry-After
     rate_limit_burst: float = 0.0  # bucket size (default: one second's worth)
-    # Seconds of decision work (features, model, body parsing) per second one key may cause, and
-    # its burst; past it 429 + Retry-After, so one heavy client cannot take a replica. 0 = off.
-    cost_limit_s_per_s: float = 0.25
-    cost_limit_burst_s: float = 2.0
+    # Seconds of decision work (features, model, body parsing) beyond the first 2 ms of each
+    # request that one key (keyless: one address) may cause per second on a replica, and its
+    # burst; past it 429 + Retry-After, so one heavy client cannot take a replica. 0 = off.
+    cost_limit_s_per_s: float = 0.1
+    cost_limit_burst_s: float = 0.5
+    # Time for reading one state's PDDL and texts (features, reachability) in one decision; past
+    # it the policy decides on the neutral features it has (train/cost_budget.py).
+    decision_budget_s: float = 0.08
     # HTTP limits: the body must arrive within body_timeout_s (else 408); idle keep-alive
     # connections close after keep_alive_timeout_s; one client (key, else address) has at most
     # max_inflight_per_client requests in flight (else 429), so stalled clients stall only themselves.
@@ -136,6 +140,8 @@ class ServeConfig:
                 raise ConfigError(f"{name}: must be at least 1")
         if self.max_queued_requests < -1:
             raise ConfigError("max_queued_requests: -1 (unbounded) or a non-negative count")
+        if self.decision_budget_s <= 0:
+            raise ConfigError("decision_budget_s must be positive")
         if self.batch_wait_timeout_s < 0 or self.sync_interval_s <= 0:
             raise ConfigError("batch_wait_timeout_s and sync_interval_s must be positive")
         if self.log_level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:

@@ -81,6 +81,9 @@ class RateLimiter:
 # Routes whose work the cost limiter charges (seconds inside the replica); feedback has its own quotas.
 # Parsing and validating a body costs about 1 s per 50 MB on one core (json + pydantic, measured).
 BODY_BYTES_PER_COST_S = 50e6
+# Work per request that is not charged: ordinary decisions (well under a millisecond) never count
+# against the budget, whatever their rate (rate_limit_rps and the in-flight cap bound that).
+FREE_COST_S = 0.002
 COSTED_PATHS = frozenset({"/v1/decide", "/v1/decide/batch"})
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
@@ -99,8 +102,8 @@ class GuardSettings:
     rate_limit_burst: float = 0.0
     # Seconds of replica work per second one client (key, else address) may cause on the decide
     # routes, and the burst of it; past it 429 + Retry-After. 0 = off.
-    cost_limit_s_per_s: float = 0.25
-    cost_limit_burst_s: float = 2.0
+    cost_limit_s_per_s: float = 0.1
+    cost_limit_burst_s: float = 0.5
     # The address the service listens on: without keys, and on loopback, only requests naming a
     # loopback Host are served (DNS rebinding), and any state-changing request from a web page
     # (an Origin that is not loopback) is refused.
@@ -196,8 +199,8 @@ class GuardMiddleware:
                 if not settings.inflight[client_key]:
                     del settings.inflight[client_key]
                 if path in COSTED_PATHS:  # the work the routes measured, plus reading the body
-                    settings.cost_limiter.charge(client_key, state.get("work_s", 0.0)
-                                                 + state.get("body_bytes", 0) / BODY_BYTES_PER_COST_S)
+                    cost = state.get("work_s", 0.0) + state.get("body_bytes", 0) / BODY_BYTES_PER_COST_S
+                    settings.cost_limiter.charge(client_key, cost - FREE_COST_S)
             if settings.observe is not None:
                 settings.observe(path, status, seconds, state.get("error_kind"))
             if status >= 400 and status not in (404, 405):

@@ -1,0 +1,40 @@
+"""A time budget for reading one state: the features' expensive parts (PDDL parsing, relaxed
+reachability, matching goal atoms against the task's words) check it and fall back to a neutral
+feature ("unknown") instead of running on.
+
+The budget is a context variable, so each thread (and each asyncio task) has its own; outside any
+`time_budget` block nothing is ever over budget.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+_DEADLINE: ContextVar[float] = ContextVar("halo_feature_deadline", default=math.inf)
+
+
+class OverBudget(Exception):
+    """Raised inside a feature computation past its deadline; caught where a fallback exists."""
+
+
+@contextmanager
+def time_budget(seconds: float) -> Iterator[None]:
+    token = _DEADLINE.set(min(_DEADLINE.get(), time.perf_counter() + seconds))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def over_budget() -> bool:
+    deadline = _DEADLINE.get()
+    return deadline != math.inf and time.perf_counter() > deadline
+
+
+def check_budget() -> None:
+    if over_budget():
+        raise OverBudget
