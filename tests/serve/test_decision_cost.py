@@ -15,7 +15,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from heavy_states import heavy_state
 
 LIGHT_KEY = "light=light-key-0123456789"
