@@ -33,7 +33,7 @@ from serve.config import ServeConfig
 from serve.fast_ingress import FAST_INGRESS_THREAD, FastIngress
 from serve.guard import ActiveGuard, GuardMiddleware, GuardSettings
 from serve.metrics import ReplicaMetrics, merge, render
-from serve.model_source import ModelSourceError
+from serve.model_source import ModelOutsideRoots, ModelSourceError
 from serve.registry import get_registry
 from serve.runtime import LoadedModel, ModelLoadError, load_model
 from serve.schemas import (
@@ -76,7 +76,8 @@ GUARDED_RESPONSES: dict[int | str, dict[str, Any]] = {
     503: {**_ERR, "description": "overloaded (see Retry-After) or no model loaded"},
 }
 ADMIN_RESPONSES: dict[int | str, dict[str, Any]] = {
-    **GUARDED_RESPONSES, 403: {**_ERR, "description": "a decision key on an admin route (admin_api_keys)"}}
+    **GUARDED_RESPONSES, 403: {**_ERR, "description": "a decision key on an admin route (admin_api_keys), or a model "
+                                                       "outside the configured model_roots"}}
 FEEDBACK_RESPONSES: dict[int | str, dict[str, Any]] = {
     **GUARDED_RESPONSES, 403: {**_ERR, "description": "a key without the feedback role"},
     409: {**_ERR, "description": "episode_id already stored with different content"}}
@@ -215,6 +216,7 @@ class DecisionService:
                                    cost_limit_s_per_s=c.cost_limit_s_per_s, cost_limit_burst_s=c.cost_limit_burst_s,
                                    bind_host=c.host)
         self._registry = get_registry(self.config.registry_name, self.config.registry_namespace)
+        self._model_roots = self.config.model_source_roots()  # where admin may deploy from
         self._lock = threading.Lock()  # serialises model loads (admin request vs sync thread)
         self._cache: dict[tuple[str, str], LoadedModel] = {}
         self._model: LoadedModel | None = None
@@ -258,7 +260,8 @@ class DecisionService:
             if model is None:
                 try:
                     model = load_model(target["ref"], runtime=self.config.runtime,
-                                       cache_dir=self.config.model_cache_dir or None, vllm_options=self.config.vllm)
+                                       cache_dir=self.config.model_cache_dir or None, vllm_options=self.config.vllm,
+                                       limits=self.config.size_limits())
                 except Exception as exc:  # keep serving the old model; report the failure
                     self._failed = (target["revision"], f"{type(exc).__name__}: {exc}",
                                     target.get("deployed_revision", 0))
@@ -369,11 +372,13 @@ class DecisionService:
         with time_budget(self.config.decision_budget_s):
             d = await self._policy.adecide(state)
         seconds = time.perf_counter() - t0
-        if request is not None:
+        model = self._model
+        # An inline policy's time is the replica's CPU the request took; a batched (LLM) policy's
+        # is mostly its queue's and the model's, bounded by the batch queue, not charged.
+        if request is not None and (model is None or model.inline):
             scope_state = request.scope.setdefault("state", {})
             scope_state["work_s"] = scope_state.get("work_s", 0.0) + seconds
         latency_ms = seconds * 1000.0
-        model = self._model
         # A rule decision carries the version the replica serves, as the model's own decisions do.
         version = d.policy_version or (model.version if model else "")
         answer = replace(d, latency_ms=round(latency_ms, 3), policy_version=version).to_dict()
@@ -465,11 +470,19 @@ class DecisionService:
         try:
             model = await asyncio.to_thread(load_model, body.model, runtime=self.config.runtime,
                                             cache_dir=self.config.model_cache_dir or None,
-                                            vllm_options=self.config.vllm)
+                                            vllm_options=self.config.vllm, roots=self._model_roots,
+                                            limits=self.config.size_limits())
+        except ModelOutsideRoots as exc:
+            return _refuse(request, 403, "model_outside_roots", str(exc), "model")
         except ManifestError as exc:
             return _refuse(request, 422, "manifest_invalid", str(exc), "model")
         except (ModelSourceError, ModelLoadError) as exc:
             return _refuse(request, 422, "model_load_failed", str(exc), "model")
+        except Exception as exc:  # a store error (e.g. botocore): its text stays in the log
+            log.error("request_id=%s model %r not loaded: %r", request.scope["state"].get("request_id"), body.model,
+                      exc)
+            return _refuse(request, 422, "model_load_failed", f"the model could not be fetched ({type(exc).__name__})",
+                           "model")
         target = await self._registry.deploy.remote(body.model, model.describe())
         await asyncio.to_thread(self._apply_target, target, model)
         return await self._model_status()

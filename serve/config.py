@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from serve.keys import KeyConfigError, KeyRing, merge_tables, parse_keys
+from serve.model_source import ModelRoots, ModelSourceError, SizeLimits
 
 API_KEYS_ENV = "HALO_SERVE_API_KEYS"
 ADMIN_KEYS_ENV = "HALO_SERVE_ADMIN_KEYS"
@@ -37,6 +38,13 @@ def apply_serve_latency_env() -> None:
 
 class ConfigError(ValueError):
     pass
+
+
+def _parent(ref: str) -> str:
+    """The directory or prefix that holds a model reference."""
+    if "://" in ref:
+        return ref.rstrip("/").rsplit("/", 1)[0]
+    return str(Path(ref).expanduser().resolve().parent)
 
 
 @dataclass
@@ -163,6 +171,7 @@ class ServeConfig:
         if self.max_model_bytes < 1 or self.max_npz_inflated_bytes < 1:
             raise ConfigError("max_model_bytes and max_npz_inflated_bytes must be positive")
         self.key_ring()  # refuses short keys from every source
+        self.model_source_roots()
         return self
 
     def key_ring(self) -> KeyRing:
@@ -177,6 +186,21 @@ class ServeConfig:
             return KeyRing(merge_tables(*tables), self.api_keys_file)
         except (OSError, KeyConfigError) as exc:
             raise ConfigError(str(exc)) from exc
+
+    def model_source_roots(self) -> ModelRoots:
+        """model_roots, else the directory or prefix holding `model` and the feedback store's models/."""
+        roots = list(self.model_roots)
+        if not roots:
+            roots = [_parent(self.model)] if self.model else []
+            if self.feedback_store:
+                roots.append(self.feedback_store.rstrip("/") + "/models")
+        try:
+            return ModelRoots.parse(roots)
+        except ModelSourceError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def size_limits(self) -> SizeLimits:
+        return SizeLimits(self.max_model_bytes, self.max_model_bytes, self.max_npz_inflated_bytes)
 
     def check_exposure(self) -> str:
         """Refuse an open service on a non-loopback host (unless insecure); returns a warning or ""."""
