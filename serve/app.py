@@ -244,7 +244,8 @@ class DecisionService:
             self._fast = FastIngress(api, host=c.host, port_range=(c.fast_ingress_min_port, c.fast_ingress_max_port),
                                      max_in_flight=c.fast_ingress_max_in_flight, retry_after_s=c.retry_after_s,
                                      timeout_keep_alive_s=c.keep_alive_timeout_s, route_prefix=c.route_prefix,
-                                     on_shed=lambda path: self._observe(path, 503, 0.0, "overloaded"))
+                                     on_shed=lambda path: self._observe(path, 503, 0.0, "overloaded"),
+                                     header_timeout_s=c.header_timeout_s)
         self._stop = threading.Event()
         self._sync_thread = threading.Thread(target=self._sync_loop, name="halo-model-sync", daemon=True)
         self._sync_thread.start()

@@ -95,6 +95,7 @@ class ServeConfig:
     # connections close after keep_alive_timeout_s; one client (key, else address) has at most
     # max_inflight_per_client requests in flight (else 429), so stalled clients stall only themselves.
     body_timeout_s: float = 10.0
+    header_timeout_s: float = 10.0  # the fast ingress closes a connection whose headers do not arrive in time
     keep_alive_timeout_s: float = 5.0
     max_inflight_per_client: int = 16
     max_body_bytes: int = 1_048_576
@@ -157,8 +158,10 @@ class ServeConfig:
         for name in ("api_keys", "feedback_api_keys", "admin_api_keys", "model_roots"):
             if not isinstance(getattr(self, name), list) or any(not isinstance(k, str) for k in getattr(self, name)):
                 raise ConfigError(f"{name}: a list of strings")
-        if self.body_timeout_s <= 0 or self.keep_alive_timeout_s <= 0 or self.max_inflight_per_client < 1:
-            raise ConfigError("body_timeout_s, keep_alive_timeout_s and max_inflight_per_client must be positive")
+        if min(self.body_timeout_s, self.header_timeout_s, self.keep_alive_timeout_s) <= 0 \
+                or self.max_inflight_per_client < 1:
+            raise ConfigError("body_timeout_s, header_timeout_s, keep_alive_timeout_s and max_inflight_per_client "
+                              "must be positive")
         if not 0 < self.fast_ingress_min_port <= self.fast_ingress_max_port < 65536:
             raise ConfigError("fast_ingress_min_port..fast_ingress_max_port: a range of TCP ports")
         if self.fast_ingress_max_in_flight < 1:

@@ -108,7 +108,7 @@ def cluster(models, tmp_path_factory) -> Iterator[Cluster]:
                             max_ongoing_requests=1, max_queued_requests=1, retry_after_s=2,
                             max_batch_states=256, max_body_bytes=4_000_000,
                             feedback_store=str(tmp_path_factory.mktemp("tight-store")), feedback_episodes_per_hour=3,
-                            feedback_batch_wait_s=0.05)
+                            feedback_batch_wait_s=0.05, header_timeout_s=3)
     main = start_service(main_cfg, num_cpus=2)
     _running.append(True)
     try:
