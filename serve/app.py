@@ -13,7 +13,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -47,7 +48,7 @@ from serve.schemas import (
     ModelOut,
     StateIn,
 )
-from train.cost_budget import time_budget
+from train.cost_budget import DEADLINE
 from train.manifest import ManifestError
 
 log = logging.getLogger("halo.serve")
@@ -158,6 +159,17 @@ def _error_kind(status: int) -> str | None:
     return {401: "unauthorized", 403: "forbidden", 408: "timeout", 413: "too_large", 422: "invalid_request",
             400: "bad_request", 404: "not_found", 405: "method_not_allowed", 409: "conflict", 429: "rate_limited",
             499: "client_disconnect", 503: "unavailable"}.get(status, "internal" if status >= 500 else None)
+
+
+@contextmanager
+def decision_budget(seconds: float) -> Iterator[None]:
+    """The time feature work of this request may take (train/cost_budget.py), set on its context
+    variable directly: no call into train on the hot path."""
+    token = DEADLINE.set(min(DEADLINE.get(), time.perf_counter() + seconds))
+    try:
+        yield
+    finally:
+        DEADLINE.reset(token)
 
 
 def state_chars(state: EpisodeState) -> int:
@@ -370,7 +382,7 @@ class DecisionService:
         """The decision as the API answers it (`Decision.to_dict()`), counted in the metrics; its
         time is charged to the caller's cost budget (serve/guard.py)."""
         t0 = time.perf_counter()
-        with time_budget(self.config.decision_budget_s):
+        with decision_budget(self.config.decision_budget_s):
             d = await self._policy.adecide(state)
         seconds = time.perf_counter() - t0
         model = self._model
@@ -399,7 +411,7 @@ class DecisionService:
                            f"at most {self.config.max_batch_states} states per request", "states")
         # One budget for the whole batch (twice one state's): a batch of crafted states costs what
         # two do; its later states decide on the neutral features.
-        with time_budget(2 * self.config.decision_budget_s):
+        with decision_budget(2 * self.config.decision_budget_s):
             decisions = await asyncio.gather(*(self._decide(EpisodeState.from_model(s), request)
                                                for s in body.states))
         model = self._model

@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-_DEADLINE: ContextVar[float] = ContextVar("halo_feature_deadline", default=math.inf)
+# The perf_counter() time past which feature work falls back (inf: no budget). Callers in other
+# layers may set it directly (ContextVar.set) to keep their hot path free of calls into this one.
+DEADLINE: ContextVar[float] = ContextVar("halo_feature_deadline", default=math.inf)
 
 
 class OverBudget(Exception):
@@ -23,15 +25,15 @@ class OverBudget(Exception):
 
 @contextmanager
 def time_budget(seconds: float) -> Iterator[None]:
-    token = _DEADLINE.set(min(_DEADLINE.get(), time.perf_counter() + seconds))
+    token = DEADLINE.set(min(DEADLINE.get(), time.perf_counter() + seconds))
     try:
         yield
     finally:
-        _DEADLINE.reset(token)
+        DEADLINE.reset(token)
 
 
 def over_budget() -> bool:
-    deadline = _DEADLINE.get()
+    deadline = DEADLINE.get()
     return deadline != math.inf and time.perf_counter() > deadline
 
 
