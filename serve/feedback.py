@@ -93,6 +93,14 @@ class FeedbackWriter:
         wait = self.quota.take(key_name, body_bytes)
         if wait > 0:
             return {"outcome": "over_quota", "retry_after": wait}
+        seen[episode.episode_id] = content  # taken now: a concurrent repeat is a duplicate or a conflict
+        try:
+            return await self._verify_and_store(key_name, episode)
+        except Exception:
+            seen.pop(episode.episode_id, None)  # not stored: a retry may store it
+            raise
+
+    async def _verify_and_store(self, key_name: str, episode: EpisodeRecord) -> dict[str, Any]:
         async with self._verifying:
             check = await asyncio.to_thread(verify_episode, episode, self.settings.tasks_spec)
         claim = {"stored_id": episode.episode_id, "key": key_name, "verdict": check.code, "detail": check.detail,
@@ -102,15 +110,9 @@ class FeedbackWriter:
                           code_version=check.code)
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._queue.append((episode, claim, future))
-        seen[episode.episode_id] = content
         if self._flushing is None or self._flushing.done():
             self._flushing = asyncio.create_task(self._flush_soon())
-        try:
-            outcome = await future
-        except Exception:
-            seen.pop(episode.episode_id, None)  # not stored: a retry may store it
-            raise
-        return {"outcome": outcome, "verdict": check.code}
+        return {"outcome": await future, "verdict": check.code}
 
     async def _seen_ids(self) -> dict[str, str]:
         if self._seen is None:

@@ -195,12 +195,7 @@ class GuardMiddleware:
         finally:
             seconds = time.perf_counter() - t0
             if client_key:
-                settings.inflight[client_key] -= 1
-                if not settings.inflight[client_key]:
-                    del settings.inflight[client_key]
-                if path in COSTED_PATHS:  # the work the routes measured, plus reading the body
-                    cost = state.get("work_s", 0.0) + state.get("body_bytes", 0) / BODY_BYTES_PER_COST_S
-                    settings.cost_limiter.charge(client_key, cost - FREE_COST_S)
+                _release(settings, client_key, path, state)
             if settings.observe is not None:
                 settings.observe(path, status, seconds, state.get("error_kind"))
             if status >= 400 and status not in (404, 405):
@@ -235,6 +230,17 @@ class GuardMiddleware:
                           headers=[(b"retry-after", b"1")])
         settings.inflight[slot] = settings.inflight.get(slot, 0) + 1
         return slot
+
+
+def _release(settings: GuardSettings, slot: str, path: str, state: dict[str, Any]) -> None:
+    """Frees the request's per-client slot and charges its cost: the work the routes measured,
+    plus reading the body."""
+    settings.inflight[slot] -= 1
+    if not settings.inflight[slot]:
+        del settings.inflight[slot]
+    if path in COSTED_PATHS:
+        cost = state.get("work_s", 0.0) + state.get("body_bytes", 0) / BODY_BYTES_PER_COST_S
+        settings.cost_limiter.charge(slot, cost - FREE_COST_S)
 
 
 def _authorise(settings: GuardSettings, path: str, headers: dict[bytes, bytes]) -> str:
