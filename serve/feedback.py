@@ -83,6 +83,7 @@ class FeedbackWriter:
         self._queue: list[tuple[EpisodeRecord, dict[str, Any], asyncio.Future[str]]] = []
         self._flushing: asyncio.Task[None] | None = None
         self._verifying = asyncio.Semaphore(2)
+        self._in_verification = 0  # episodes that will join the queue once verified
 
     async def submit(self, key_name: str, body_bytes: int, episode: EpisodeRecord) -> dict[str, Any]:
         """{"outcome": stored | duplicate | conflict | over_quota, ...} for one episode."""
@@ -101,8 +102,12 @@ class FeedbackWriter:
             raise
 
     async def _verify_and_store(self, key_name: str, episode: EpisodeRecord) -> dict[str, Any]:
-        async with self._verifying:
-            check = await asyncio.to_thread(verify_episode, episode, self.settings.tasks_spec)
+        self._in_verification += 1
+        try:
+            async with self._verifying:
+                check = await asyncio.to_thread(verify_episode, episode, self.settings.tasks_spec)
+        finally:
+            self._in_verification -= 1
         claim = {"stored_id": episode.episode_id, "key": key_name, "verdict": check.code, "detail": check.detail,
                  "claimed_validator": episode.success_validator, "claimed_oracle": episode.success_oracle,
                  "verified_validator": check.validator, "verified_oracle": check.oracle, "received_at": time.time()}
@@ -122,9 +127,7 @@ class FeedbackWriter:
 
     async def _flush_soon(self) -> None:
         while self._queue:
-            deadline = time.monotonic() + self.settings.batch_wait_s
-            while len(self._queue) < self.settings.batch_size and time.monotonic() < deadline:
-                await asyncio.sleep(0.02)
+            await self._gather_batch()
             batch, self._queue = self._queue[:self.settings.batch_size], self._queue[self.settings.batch_size:]
             try:
                 await asyncio.to_thread(self._commit, batch)
@@ -134,6 +137,17 @@ class FeedbackWriter:
             else:
                 for _, _, future in batch:
                     future.set_result("stored")
+
+    async def _gather_batch(self) -> None:
+        """Wait for a full batch, or batch_wait_s, longer (up to 4x) while episodes still being
+        verified would join it: fewer, larger commits when verification is the slow part."""
+        start = time.monotonic()
+        wait = self.settings.batch_wait_s
+        while len(self._queue) < self.settings.batch_size:
+            waited = time.monotonic() - start
+            if waited >= 4 * wait or (waited >= wait and not self._in_verification):
+                return
+            await asyncio.sleep(0.02)
 
     def _commit(self, batch: list[tuple[EpisodeRecord, dict[str, Any], Any]]) -> None:
         """One provenance document (who sent what, what it claimed, what was found), then one commit."""
