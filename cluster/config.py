@@ -50,6 +50,8 @@ ENV_VARS: dict[str, EnvVar] = {v.name: v for v in (
            secret=True),
     EnvVar("HALO_SERVE_ADMIN_KEYS", "comma-separated admin keys (also /v1/admin/*) of the decision service",
            ("serve.config",), secret=True),
+    EnvVar("HALO_SERVE_FEEDBACK_KEYS", "comma-separated keys the decision service accepts on /v1/feedback",
+           ("serve.config",), secret=True),
     EnvVar("HALO_SERVE_ADMIN_KEY", "admin key the loop sends to promote models (else HALO_SERVE_API_KEY)",
            ("cluster.loop.serving",), secret=True),
     EnvVar("HALO_MODEL_CACHE", "local cache for base models and served model artifacts",

@@ -10,9 +10,11 @@ two. The model is swapped atomically by a background thread that follows the reg
 import asyncio
 import logging
 import os
+import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -32,7 +34,7 @@ from serve.config import ServeConfig
 from serve.fast_ingress import FAST_INGRESS_THREAD, FastIngress
 from serve.guard import ActiveGuard, GuardMiddleware, GuardSettings
 from serve.metrics import ReplicaMetrics, merge, render
-from serve.model_source import ModelSourceError
+from serve.model_source import ModelOutsideRoots, ModelSourceError
 from serve.registry import get_registry
 from serve.runtime import LoadedModel, ModelLoadError, load_model
 from serve.schemas import (
@@ -46,6 +48,7 @@ from serve.schemas import (
     ModelOut,
     StateIn,
 )
+from train.cost_budget import DEADLINE
 from train.manifest import ManifestError
 
 log = logging.getLogger("halo.serve")
@@ -55,21 +58,30 @@ ROUTES = ("/v1/decide", "/v1/decide/batch", "/v1/feedback", "/v1/admin/model", "
           "/healthz", "/readyz", "/metrics")
 # Loaded models kept per replica, so a rollback switches without reloading.
 MODEL_CACHE_SIZE = 3
+# The caller's name in keyless (loopback) mode: its feedback episodes are namespaced under it.
+LOCAL_CALLER = "local"
+# States with more text than this decide off the event loop (a planbench state is a few KB).
+HEAVY_STATE_CHARS = 32_000
+GIL_SWITCH_INTERVAL_S = 0.001
 
 _ERR = {"model": ErrorOut}
 # Every status a guarded route can answer (tests/serve/test_hostile.py checks them all are declared).
 GUARDED_RESPONSES: dict[int | str, dict[str, Any]] = {
     401: {**_ERR, "description": "missing or wrong API key (when keys are configured)"},
+    403: {**_ERR, "description": "a key without this route's role, or (keyless) a non-loopback Host/Origin"},
     408: {**_ERR, "description": "the request body did not arrive within body_timeout_s"},
     413: {**_ERR, "description": "request body over the size limit"},
     422: {**_ERR, "description": "malformed body or a bad/missing/unknown field (named in `field`)"},
-    429: {**_ERR, "description": "over the key's rate limit or its requests in flight (see Retry-After)"},
+    429: {**_ERR, "description": "over the key's rate limit, cost budget, feedback quota or requests in flight "
+                                 "(see Retry-After)"},
     503: {**_ERR, "description": "overloaded (see Retry-After) or no model loaded"},
 }
 ADMIN_RESPONSES: dict[int | str, dict[str, Any]] = {
-    **GUARDED_RESPONSES, 403: {**_ERR, "description": "a decision key on an admin route (admin_api_keys)"}}
+    **GUARDED_RESPONSES, 403: {**_ERR, "description": "a decision key on an admin route (admin_api_keys), or a model "
+                                                       "outside the configured model_roots"}}
 FEEDBACK_RESPONSES: dict[int | str, dict[str, Any]] = {
-    **GUARDED_RESPONSES, 409: {**_ERR, "description": "episode_id already stored with different content"}}
+    **GUARDED_RESPONSES, 403: {**_ERR, "description": "a key without the feedback role"},
+    409: {**_ERR, "description": "episode_id already stored with different content"}}
 ROLLBACK_RESPONSES: dict[int | str, dict[str, Any]] = {
     **ADMIN_RESPONSES, 409: {**_ERR, "description": "no earlier version that loaded to roll back to"}}
 
@@ -149,6 +161,22 @@ def _error_kind(status: int) -> str | None:
             499: "client_disconnect", 503: "unavailable"}.get(status, "internal" if status >= 500 else None)
 
 
+@contextmanager
+def decision_budget(seconds: float) -> Iterator[None]:
+    """The time feature work of this request may take (train/cost_budget.py), set on its context
+    variable directly: no call into train on the hot path."""
+    token = DEADLINE.set(min(DEADLINE.get(), time.perf_counter() + seconds))
+    try:
+        yield
+    finally:
+        DEADLINE.reset(token)
+
+
+def state_chars(state: EpisodeState) -> int:
+    return (len(state.domain) + len(state.problem) + len(state.task_description) + len(state.plan)
+            + len(state.validator_errors) + len(state.planner_log))
+
+
 class _ServedModel(Policy):
     """The replica's current model as the policy the rules layer defers to."""
 
@@ -169,8 +197,12 @@ class _ServedModel(Policy):
     async def adecide(self, state: EpisodeState) -> Decision:
         model = self._current()
         # An inline policy decides in tens of microseconds: batching would only add the batch
-        # window's wait (about 1.5 ms p50 at concurrency 1), so it decides right here.
+        # window's wait (about 1.5 ms p50 at concurrency 1), so it decides right here, unless the
+        # state is large enough that reading it (parsing, reachability) may take a while: that
+        # one decides in a worker thread, off the event loop, under the request's time budget.
         if model is not None and model.inline:
+            if state_chars(state) > HEAVY_STATE_CHARS:
+                return (await asyncio.to_thread(model.decide_batch, [state]))[0]
             return model.decide_batch([state])[0]
         # A @serve.batch queue belongs to the event loop that first used it: the fast ingress's
         # thread has its own loop, so it batches through its own queue.
@@ -188,10 +220,15 @@ class DecisionService:
         self.replica_id = ctx.replica_id.unique_id
         self.metrics = ReplicaMetrics()
         c = self.config
-        self.guard = GuardSettings(c.key_ring(), c.max_body_bytes, c.metrics_public, observe=self._observe,
+        keys = c.key_ring()
+        keys.on_problem = lambda problem: self.metrics.inc("halo_serve_key_file_problems", (problem,))
+        self.guard = GuardSettings(keys, c.max_body_bytes, c.metrics_public, observe=self._observe,
                                    body_timeout_s=c.body_timeout_s, max_inflight_per_client=c.max_inflight_per_client,
-                                   rate_limit_rps=c.rate_limit_rps, rate_limit_burst=c.rate_limit_burst)
+                                   rate_limit_rps=c.rate_limit_rps, rate_limit_burst=c.rate_limit_burst,
+                                   cost_limit_s_per_s=c.cost_limit_s_per_s, cost_limit_burst_s=c.cost_limit_burst_s,
+                                   bind_host=c.host)
         self._registry = get_registry(self.config.registry_name, self.config.registry_namespace)
+        self._model_roots = self.config.model_source_roots()  # where admin may deploy from
         self._lock = threading.Lock()  # serialises model loads (admin request vs sync thread)
         self._cache: dict[tuple[str, str], LoadedModel] = {}
         self._model: LoadedModel | None = None
@@ -211,12 +248,16 @@ class DecisionService:
         if self._model is None:
             raise RuntimeError(f"replica could not load the served model: {self._failed}")
         ActiveGuard.settings = self.guard
+        # Large states decide in a worker thread; a 1 ms GIL switch interval (Python's default
+        # is 5 ms) keeps the event loop's wait behind that thread short for everyone else's requests.
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
         self._fast: FastIngress | None = None
         if c.fast_ingress:
             self._fast = FastIngress(api, host=c.host, port_range=(c.fast_ingress_min_port, c.fast_ingress_max_port),
                                      max_in_flight=c.fast_ingress_max_in_flight, retry_after_s=c.retry_after_s,
                                      timeout_keep_alive_s=c.keep_alive_timeout_s, route_prefix=c.route_prefix,
-                                     on_shed=lambda path: self._observe(path, 503, 0.0, "overloaded"))
+                                     on_shed=lambda path: self._observe(path, 503, 0.0, "overloaded"),
+                                     header_timeout_s=c.header_timeout_s)
         self._stop = threading.Event()
         self._sync_thread = threading.Thread(target=self._sync_loop, name="halo-model-sync", daemon=True)
         self._sync_thread.start()
@@ -232,7 +273,8 @@ class DecisionService:
             if model is None:
                 try:
                     model = load_model(target["ref"], runtime=self.config.runtime,
-                                       cache_dir=self.config.model_cache_dir or None, vllm_options=self.config.vllm)
+                                       cache_dir=self.config.model_cache_dir or None, vllm_options=self.config.vllm,
+                                       limits=self.config.size_limits())
                 except Exception as exc:  # keep serving the old model; report the failure
                     self._failed = (target["revision"], f"{type(exc).__name__}: {exc}",
                                     target.get("deployed_revision", 0))
@@ -336,12 +378,20 @@ class DecisionService:
             return model.decide_batch(states)
         return await asyncio.to_thread(model.decide_batch, states)
 
-    async def _decide(self, state: EpisodeState) -> dict[str, Any]:
-        """The decision as the API answers it (`Decision.to_dict()`), counted in the metrics."""
+    async def _decide(self, state: EpisodeState, request: Request | None = None) -> dict[str, Any]:
+        """The decision as the API answers it (`Decision.to_dict()`), counted in the metrics; its
+        time is charged to the caller's cost budget (serve/guard.py)."""
         t0 = time.perf_counter()
-        d = await self._policy.adecide(state)
-        latency_ms = (time.perf_counter() - t0) * 1000.0
+        with decision_budget(self.config.decision_budget_s):
+            d = await self._policy.adecide(state)
+        seconds = time.perf_counter() - t0
         model = self._model
+        # An inline policy's time is the replica's CPU the request took; a batched (LLM) policy's
+        # is mostly its queue's and the model's, bounded by the batch queue, not charged.
+        if request is not None and (model is None or model.inline):
+            scope_state = request.scope.setdefault("state", {})
+            scope_state["work_s"] = scope_state.get("work_s", 0.0) + seconds
+        latency_ms = seconds * 1000.0
         # A rule decision carries the version the replica serves, as the model's own decisions do.
         version = d.policy_version or (model.version if model else "")
         answer = replace(d, latency_ms=round(latency_ms, 3), policy_version=version).to_dict()
@@ -350,8 +400,8 @@ class DecisionService:
 
     @api.post("/v1/decide", response_model=DecisionOut, responses=GUARDED_RESPONSES,
               summary="Choose the next agent for one episode state")
-    async def decide(self, body: StateIn) -> Any:  # type: ignore[valid-type]
-        return await self._decide(EpisodeState.from_model(body))
+    async def decide(self, body: StateIn, request: Request) -> Any:  # type: ignore[valid-type]
+        return await self._decide(EpisodeState.from_model(body), request)
 
     @api.post("/v1/decide/batch", response_model=BatchOut, responses=GUARDED_RESPONSES,
               summary="Choose the next agent for many states at once")
@@ -359,7 +409,11 @@ class DecisionService:
         if len(body.states) > self.config.max_batch_states:
             return _refuse(request, 422, "invalid_request",
                            f"at most {self.config.max_batch_states} states per request", "states")
-        decisions = await asyncio.gather(*(self._decide(EpisodeState.from_model(s)) for s in body.states))
+        # One budget for the whole batch (twice one state's): a batch of crafted states costs what
+        # two do; its later states decide on the neutral features.
+        with decision_budget(2 * self.config.decision_budget_s):
+            decisions = await asyncio.gather(*(self._decide(EpisodeState.from_model(s), request)
+                                               for s in body.states))
         model = self._model
         return {"decisions": decisions, "policy_version": model.version if model else ""}
 
@@ -370,31 +424,48 @@ class DecisionService:
     # -- feedback ---------------------------------------------------------------------------------
 
     @api.post("/v1/feedback", response_model=FeedbackOut, responses=FEEDBACK_RESPONSES,
-              summary="Store the outcome of an episode that used the service (idempotent by episode_id)")
+              summary="Store the outcome of an episode that used the service (idempotent by episode_id per key; "
+                      "re-verified before it is trusted)")
     async def feedback(self, body: FeedbackIn, request: Request) -> Any:
         if not self.config.feedback_store:
             return _refuse(request, 503, "feedback_disabled", "the service has no feedback_store configured")
-        from serve.feedback import episode_from_feedback, get_writer
+        from serve.feedback import episode_from_feedback
 
+        state = request.scope["state"]
+        key_name = state.get("key_name") or LOCAL_CALLER
         model = self._model
-        episode = episode_from_feedback(body, self.config.feedback_run_id, model.version if model else "")
+        episode = episode_from_feedback(body, self.config.feedback_run_id, model.version if model else "", key_name)
         try:
-            if self._feedback_writer is None:
-                self._feedback_writer = get_writer(self.config.feedback_store, self.config.registry_namespace)
-            outcome = await self._feedback_writer.write.remote(self.config.feedback_run_id, episode)
+            answer = await self._writer().submit.remote(key_name, state.get("body_bytes", 0), episode)
         except Exception as exc:
             self.metrics.inc("halo_serve_feedback_episodes", ("error",))
-            log.error("request_id=%s feedback %s not stored: %s", request.scope["state"].get("request_id"),
-                      body.episode_id, exc)
+            log.error("request_id=%s feedback %s not stored: %s", state.get("request_id"), episode.episode_id,
+                      type(exc).__name__)
             # The cause stays in the service log: a client sees a transient, retryable answer.
             return _refuse(request, 503, "store_unavailable", "the trajectory store did not take the episode; retry",
                            headers={"Retry-After": str(max(1, round(self.config.retry_after_s)))})
-        self.metrics.inc("halo_serve_feedback_episodes", (outcome,))
+        outcome = answer["outcome"]
+        self.metrics.inc("halo_serve_feedback_episodes", (answer.get("verdict", outcome).split(":")[-1],))
+        if outcome == "over_quota":
+            return _refuse(request, 429, "over_quota", f"key {key_name} is over its feedback quota "
+                           f"({self.config.feedback_episodes_per_hour} episodes, {self.config.feedback_bytes_per_hour} "
+                           "bytes per hour)", headers={"Retry-After": str(max(1, round(answer["retry_after"])))})
         if outcome == "conflict":
             return _refuse(request, 409, "conflict", f"episode {body.episode_id} is already stored with different "
                                                      "content (episode IDs are idempotency keys)", "episode_id")
-        stored = outcome == "stored"
-        return {"episode_id": episode.episode_id, "stored": stored, "steps": episode.num_steps}
+        return {"episode_id": body.episode_id, "stored": outcome == "stored", "steps": episode.num_steps,
+                "stored_id": episode.episode_id, "verdict": answer.get("verdict", "")}
+
+    def _writer(self) -> Any:
+        from serve.feedback import FeedbackSettings, get_writer
+
+        if self._feedback_writer is None:
+            c = self.config
+            settings = FeedbackSettings(c.feedback_store, c.feedback_run_id, c.feedback_tasks,
+                                        c.feedback_episodes_per_hour, c.feedback_bytes_per_hour,
+                                        c.feedback_batch_size, c.feedback_batch_wait_s)
+            self._feedback_writer = get_writer(settings, c.registry_namespace)
+        return self._feedback_writer
 
     # -- model admin ------------------------------------------------------------------------------
 
@@ -412,11 +483,19 @@ class DecisionService:
         try:
             model = await asyncio.to_thread(load_model, body.model, runtime=self.config.runtime,
                                             cache_dir=self.config.model_cache_dir or None,
-                                            vllm_options=self.config.vllm)
+                                            vllm_options=self.config.vllm, roots=self._model_roots,
+                                            limits=self.config.size_limits())
+        except ModelOutsideRoots as exc:
+            return _refuse(request, 403, "model_outside_roots", str(exc), "model")
         except ManifestError as exc:
             return _refuse(request, 422, "manifest_invalid", str(exc), "model")
         except (ModelSourceError, ModelLoadError) as exc:
             return _refuse(request, 422, "model_load_failed", str(exc), "model")
+        except Exception as exc:  # a store error (e.g. botocore): its text stays in the log
+            log.error("request_id=%s model %r not loaded: %r", request.scope["state"].get("request_id"), body.model,
+                      exc)
+            return _refuse(request, 422, "model_load_failed", f"the model could not be fetched ({type(exc).__name__})",
+                           "model")
         target = await self._registry.deploy.remote(body.model, model.describe())
         await asyncio.to_thread(self._apply_target, target, model)
         return await self._model_status()
@@ -448,6 +527,8 @@ class DecisionService:
                 "replica": self.replica_id}
         if self._failed:
             body["last_load_error"] = self._failed[1]
+        if self.guard.keys.key_file:
+            body["key_file"] = self.guard.keys.status()
         return body
 
     @api.get("/metrics", summary="Prometheus metrics summed over all replicas",

@@ -11,10 +11,12 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from serve.guard import KeyConfigError, KeyRing, parse_keys
+from serve.keys import KeyConfigError, KeyRing, merge_tables, parse_keys
+from serve.model_source import ModelRoots, ModelSourceError, SizeLimits
 
 API_KEYS_ENV = "HALO_SERVE_API_KEYS"
 ADMIN_KEYS_ENV = "HALO_SERVE_ADMIN_KEYS"
+FEEDBACK_KEYS_ENV = "HALO_SERVE_FEEDBACK_KEYS"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 # Ray Serve settings read when Ray's processes start, so they are set before a local Ray starts (an
@@ -36,6 +38,13 @@ def apply_serve_latency_env() -> None:
 
 class ConfigError(ValueError):
     pass
+
+
+def _parent(ref: str) -> str:
+    """The directory or prefix that holds a model reference."""
+    if "://" in ref:
+        return ref.rstrip("/").rsplit("/", 1)[0]
+    return str(Path(ref).expanduser().resolve().parent)
 
 
 @dataclass
@@ -62,20 +71,31 @@ class ServeConfig:
     max_batch_size: int = 16
     batch_wait_timeout_s: float = 0.001
     # Safety. Keys are `KEY` or `NAME=KEY` (the name, never the key, shows in metrics and logs),
-    # at least 16 characters. Decision keys call /v1/decide and /v1/feedback; admin keys also
-    # the /v1/admin routes. api_keys_file (`decision NAME=KEY` / `admin NAME=KEY` lines) is
-    # re-read when it changes: rotation without a restart.
+    # at least 16 characters. Decision keys call /v1/decide; feedback keys /v1/feedback; admin
+    # keys every route. A key listed in several roles holds each. api_keys_file (`decision
+    # NAME=KEY` / `feedback NAME=KEY` / `admin NAME=KEY` lines) is re-read when it changes:
+    # rotation without a restart; it fails closed (serve/keys.py).
     api_keys: list[str] = field(default_factory=list)
+    feedback_api_keys: list[str] = field(default_factory=list)
     admin_api_keys: list[str] = field(default_factory=list)
     api_keys_file: str = ""
     # Without any key on a non-loopback host the service refuses to start unless this is set.
     insecure: bool = False
     rate_limit_rps: float = 0.0  # per key; 0 = unlimited; past it 429 + Retry-After
     rate_limit_burst: float = 0.0  # bucket size (default: one second's worth)
+    # Seconds of decision work (features, model, body parsing) beyond the first 2 ms of each
+    # request that one key (keyless: one address) may cause per second on a replica, and its
+    # burst; past it 429 + Retry-After, so one heavy client cannot take a replica. 0 = off.
+    cost_limit_s_per_s: float = 0.1
+    cost_limit_burst_s: float = 0.5
+    # Time for reading one state's PDDL and texts (features, reachability) in one decision; past
+    # it the policy decides on the neutral features it has (train/cost_budget.py).
+    decision_budget_s: float = 0.08
     # HTTP limits: the body must arrive within body_timeout_s (else 408); idle keep-alive
     # connections close after keep_alive_timeout_s; one client (key, else address) has at most
     # max_inflight_per_client requests in flight (else 429), so stalled clients stall only themselves.
     body_timeout_s: float = 10.0
+    header_timeout_s: float = 10.0  # the fast ingress closes a connection whose headers do not arrive in time
     keep_alive_timeout_s: float = 5.0
     max_inflight_per_client: int = 16
     max_body_bytes: int = 1_048_576
@@ -84,11 +104,25 @@ class ServeConfig:
     # Feedback: trajectory store URL (local dir, file://, s3://); empty disables /v1/feedback.
     feedback_store: str = ""
     feedback_run_id: str = "serve-feedback"
+    # Each episode is re-verified before it is trusted (serve/feedback_verify.py): the validator on
+    # its final PDDL and plan, the oracle when its task_id is one of feedback_tasks. Per key and
+    # hour at most feedback_episodes_per_hour episodes and feedback_bytes_per_hour bytes.
+    feedback_tasks: str = "bundled"
+    feedback_episodes_per_hour: int = 600
+    feedback_bytes_per_hour: int = 50_000_000
+    # Episodes gathered into one store commit (or whatever arrived within feedback_batch_wait_s).
+    feedback_batch_size: int = 64
+    feedback_batch_wait_s: float = 0.5
     # How often replicas look for a new model version and report their metrics.
     sync_interval_s: float = 0.5
     registry_name: str = "halo-model-registry"
     registry_namespace: str = "halo"
     model_cache_dir: str = ""
+    # Where admin may deploy models from (local directories, file:// or s3:// prefixes); empty:
+    # the directory or prefix of `model` (and of feedback_store's models/). Nothing outside them.
+    model_roots: list[str] = field(default_factory=list)
+    max_model_bytes: int = 2_000_000_000  # per artifact file, and for the whole model
+    max_npz_inflated_bytes: int = 512_000_000  # what a weights.npz may decompress to
     # Serve's own logging. Per-request access logs cost ~1.6 ms p50 and ~15 ms p99 per request on
     # a 2-core node (measured with a no-op deployment); /metrics already counts every request.
     access_log: bool = False
@@ -115,35 +149,61 @@ class ServeConfig:
                 raise ConfigError(f"{name}: must be at least 1")
         if self.max_queued_requests < -1:
             raise ConfigError("max_queued_requests: -1 (unbounded) or a non-negative count")
+        if self.decision_budget_s <= 0:
+            raise ConfigError("decision_budget_s must be positive")
         if self.batch_wait_timeout_s < 0 or self.sync_interval_s <= 0:
             raise ConfigError("batch_wait_timeout_s and sync_interval_s must be positive")
         if self.log_level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
             raise ConfigError(f"log_level: {self.log_level!r} (want DEBUG, INFO, WARNING, ERROR or CRITICAL)")
-        for name in ("api_keys", "admin_api_keys"):
+        for name in ("api_keys", "feedback_api_keys", "admin_api_keys", "model_roots"):
             if not isinstance(getattr(self, name), list) or any(not isinstance(k, str) for k in getattr(self, name)):
                 raise ConfigError(f"{name}: a list of strings")
-        if self.body_timeout_s <= 0 or self.keep_alive_timeout_s <= 0 or self.max_inflight_per_client < 1:
-            raise ConfigError("body_timeout_s, keep_alive_timeout_s and max_inflight_per_client must be positive")
+        if min(self.body_timeout_s, self.header_timeout_s, self.keep_alive_timeout_s) <= 0 \
+                or self.max_inflight_per_client < 1:
+            raise ConfigError("body_timeout_s, header_timeout_s, keep_alive_timeout_s and max_inflight_per_client "
+                              "must be positive")
         if not 0 < self.fast_ingress_min_port <= self.fast_ingress_max_port < 65536:
             raise ConfigError("fast_ingress_min_port..fast_ingress_max_port: a range of TCP ports")
         if self.fast_ingress_max_in_flight < 1:
             raise ConfigError("fast_ingress_max_in_flight: must be at least 1")
-        if self.rate_limit_rps < 0 or self.rate_limit_burst < 0:
-            raise ConfigError("rate_limit_rps and rate_limit_burst must not be negative")
+        if min(self.rate_limit_rps, self.rate_limit_burst, self.cost_limit_s_per_s, self.cost_limit_burst_s) < 0:
+            raise ConfigError("rate_limit_rps, rate_limit_burst and the cost limits must not be negative")
+        if min(self.feedback_episodes_per_hour, self.feedback_bytes_per_hour, self.feedback_batch_size) < 1 \
+                or self.feedback_batch_wait_s < 0:
+            raise ConfigError("feedback quotas and feedback_batch_size must be positive")
+        if self.max_model_bytes < 1 or self.max_npz_inflated_bytes < 1:
+            raise ConfigError("max_model_bytes and max_npz_inflated_bytes must be positive")
         self.key_ring()  # refuses short keys from every source
+        self.model_source_roots()
         return self
 
     def key_ring(self) -> KeyRing:
-        """Decision keys (config + comma-separated HALO_SERVE_API_KEYS), admin keys (config +
-        HALO_SERVE_ADMIN_KEYS) and the key file; raises ConfigError for a key under 16 characters."""
+        """Decision, feedback and admin keys (config + comma-separated HALO_SERVE_API_KEYS,
+        HALO_SERVE_FEEDBACK_KEYS, HALO_SERVE_ADMIN_KEYS) and the key file; raises ConfigError
+        for a key under 16 characters or a bad key name."""
+        sources = (("decision", "api_keys", API_KEYS_ENV), ("feedback", "feedback_api_keys", FEEDBACK_KEYS_ENV),
+                   ("admin", "admin_api_keys", ADMIN_KEYS_ENV))
         try:
-            decision = parse_keys([*self.api_keys, *os.environ.get(API_KEYS_ENV, "").split(",")],
-                                  f"api_keys / {API_KEYS_ENV}")
-            admin = parse_keys([*self.admin_api_keys, *os.environ.get(ADMIN_KEYS_ENV, "").split(",")],
-                               f"admin_api_keys / {ADMIN_KEYS_ENV}")
-            return KeyRing(decision, admin, self.api_keys_file)
+            tables = [parse_keys([*getattr(self, name), *os.environ.get(env, "").split(",")], f"{name} / {env}", role)
+                      for role, name, env in sources]
+            return KeyRing(merge_tables(*tables), self.api_keys_file)
         except (OSError, KeyConfigError) as exc:
             raise ConfigError(str(exc)) from exc
+
+    def model_source_roots(self) -> ModelRoots:
+        """model_roots, else the directory or prefix holding `model` and the feedback store's models/."""
+        roots = list(self.model_roots)
+        if not roots:
+            roots = [_parent(self.model)] if self.model else []
+            if self.feedback_store:
+                roots.append(self.feedback_store.rstrip("/") + "/models")
+        try:
+            return ModelRoots.parse(roots)
+        except ModelSourceError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def size_limits(self) -> SizeLimits:
+        return SizeLimits(self.max_model_bytes, self.max_model_bytes, self.max_npz_inflated_bytes)
 
     def check_exposure(self) -> str:
         """Refuse an open service on a non-loopback host (unless insecure); returns a warning or ""."""
@@ -152,7 +212,8 @@ class ServeConfig:
         if self.host not in LOOPBACK_HOSTS and not self.insecure:
             raise ConfigError(f"no API keys configured and host {self.host} is not loopback: set api_keys / "
                               f"admin_api_keys ({API_KEYS_ENV}, {ADMIN_KEYS_ENV}) or pass --insecure")
-        return "WARNING: serving without API keys: every client may decide, post feedback and swap models"
+        return ("WARNING: serving without API keys: every local client may decide, post feedback and swap models "
+                "(requests must name a loopback Host; web pages' POSTs are refused)")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

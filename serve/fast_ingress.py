@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 log = logging.getLogger("halo.serve")
 FAST_INGRESS_THREAD = "halo-fast-ingress"
@@ -103,15 +104,53 @@ class Mounted:
             self.in_flight -= 1
 
 
+def header_deadline_protocol(timeout_s: float) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol, plus a deadline for a request's headers: a connection whose
+    request line and headers have not all arrived `timeout_s` after it opened (or after its
+    previous answer) is closed. uvicorn has none; a slow-header client would hold its socket for ever.
+    (The body has its own deadline, the guard's body_timeout_s.)"""
+
+    class HeaderDeadlineProtocol(HttpToolsProtocol):
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._header_timer = self.loop.call_later(timeout_s, self._headers_too_slow)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            if self._header_timer is None:  # the next request on a kept-alive connection
+                self._header_timer = self.loop.call_later(timeout_s, self._headers_too_slow)
+
+        def on_headers_complete(self) -> None:
+            self._cancel_header_timer()
+            super().on_headers_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._cancel_header_timer()
+            super().connection_lost(exc)
+
+        def _cancel_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_too_slow(self) -> None:
+            self._header_timer = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+    return HeaderDeadlineProtocol
+
+
 class FastIngress:
     def __init__(self, app: Any, *, host: str, port_range: tuple[int, int], max_in_flight: int,
                  timeout_keep_alive_s: float, route_prefix: str = "/", retry_after_s: float = 1.0,
-                 on_shed: Callable[[str], None] | None = None) -> None:
+                 on_shed: Callable[[str], None] | None = None, header_timeout_s: float = 10.0) -> None:
         self._sock = bind_in_range(host, *port_range)
         self.host, self.port = host, self._sock.getsockname()[1]
         self.app = Mounted(app, route_prefix, max_in_flight, retry_after_s, on_shed)
         config = uvicorn.Config(self.app, loop="uvloop",
-                                http="httptools", lifespan="off", access_log=False, log_level="warning",
+                                http=header_deadline_protocol(header_timeout_s), lifespan="off", access_log=False,
+                                log_level="warning",
                                 timeout_keep_alive=max(1, int(timeout_keep_alive_s)), server_header=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._run, name=FAST_INGRESS_THREAD, daemon=True)

@@ -11,19 +11,19 @@ could not handle: invalid UTF-8, nesting deeper than `MAX_JSON_DEPTH`, strings t
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import logging
 import math
 import os
 import re
-import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
+
+from serve.keys import KeyConfigError, KeyIdentity, KeyRing, parse_keys
+
+__all__ = ["KeyConfigError", "KeyRing", "parse_keys"]
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -35,7 +35,6 @@ log = logging.getLogger("halo.serve")
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 ADMIN_PREFIX = "/v1/admin/"
-MIN_KEY_CHARS = 16
 MAX_JSON_DEPTH = 32
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # Status used in metrics for a client that went away before its answer (nginx's convention).
@@ -44,121 +43,49 @@ _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
-class KeyConfigError(ValueError):
-    """A configured API key that cannot be used (too short, empty name)."""
-
-
-def parse_keys(entries: Iterable[str], source: str) -> dict[str, str]:
-    """`{key: name}` from entries `KEY` or `NAME=KEY`; an unnamed key is named by its hash prefix,
-    so metrics and logs never carry a key. Keys under MIN_KEY_CHARS are refused."""
-    out: dict[str, str] = {}
-    for raw in entries:
-        entry = raw.strip()
-        if not entry:
-            continue
-        name, sep, key = entry.partition("=")
-        if not sep:
-            name, key = "", entry
-        if len(key) < MIN_KEY_CHARS:
-            raise KeyConfigError(f"{source}: every API key must be at least {MIN_KEY_CHARS} characters")
-        out[key] = name.strip() or "key-" + hashlib.sha256(key.encode()).hexdigest()[:8]
-    return out
-
-
-@dataclass
-class KeyRing:
-    """Decision and admin keys; `key_file` (lines `decision NAME=KEY` / `admin NAME=KEY`) is re-read
-    when it changes, so keys rotate without a restart. A file that does not parse keeps the old keys."""
-
-    decision: dict[str, str] = field(default_factory=dict)
-    admin: dict[str, str] = field(default_factory=dict)
-    key_file: str = ""
-    _file_keys: tuple[dict[str, str], dict[str, str]] = field(default_factory=lambda: ({}, {}))
-    _mtime: float = -1.0
-    _checked: float = 0.0
-
-    def __post_init__(self) -> None:
-        self._lock = threading.Lock()
-        if self.key_file:
-            self._file_keys = read_key_file(self.key_file)
-            self._mtime = _mtime(self.key_file)
-
-    def _refresh(self) -> None:
-        now = time.monotonic()
-        if not self.key_file or now - self._checked < 1.0:
-            return
-        with self._lock:
-            self._checked = now
-            mtime = _mtime(self.key_file)
-            if mtime == self._mtime:
-                return
-            try:
-                self._file_keys = read_key_file(self.key_file)
-                log.warning("API keys re-read from %s", self.key_file)
-            except (OSError, ValueError) as exc:
-                log.error("API key file %s not re-read, old keys kept: %s", self.key_file, exc)
-            self._mtime = mtime
-
-    @property
-    def enabled(self) -> bool:
-        self._refresh()
-        return bool(self.decision or self.admin or any(self._file_keys))
-
-    def lookup(self, token: bytes) -> tuple[str, str] | None:
-        """(role, key name) of a presented token, or None."""
-        self._refresh()
-        found: tuple[str, str] | None = None
-        file_decision, file_admin = self._file_keys
-        # Compare against every key so timing does not reveal which one matched.
-        for role, keys in (("admin", self.admin), ("admin", file_admin), ("decision", self.decision),
-                           ("decision", file_decision)):
-            for key, name in keys.items():
-                if hmac.compare_digest(token, key.encode()) and found is None:
-                    found = (role, name)
-        return found
-
-
-def read_key_file(path: str) -> tuple[dict[str, str], dict[str, str]]:
-    decision: list[str] = []
-    admin: list[str] = []
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        role, _, entry = line.partition(" ")
-        if role not in ("decision", "admin") or not entry.strip():
-            raise KeyConfigError(f"{path}:{n}: want `decision NAME=KEY` or `admin NAME=KEY`")
-        (admin if role == "admin" else decision).append(entry)
-    return parse_keys(decision, path), parse_keys(admin, path)
-
-
-def _mtime(path: str) -> float:
-    try:
-        return os.stat(path).st_mtime_ns / 1e9
-    except OSError:
-        return -2.0
-
-
 class RateLimiter:
-    """A token bucket per key name: `rate` requests/s sustained, bursts of `burst`."""
+    """A token bucket per key name: `rate` units/s sustained, bursts of `burst`.
+
+    `acquire` admits while the bucket holds at least one unit; `charge` takes what a request cost
+    after it ran (the bucket may go into debt), so a key is limited by the work it causes, not
+    only by how many requests it sends."""
 
     def __init__(self, rate: float, burst: float) -> None:
         self.rate = rate
         self.burst = max(burst, 1.0)
         self._buckets: dict[str, tuple[float, float]] = {}
 
-    def acquire(self, who: str) -> float:
-        """0 when allowed, else the seconds until a token is free."""
+    def _tokens(self, who: str, now: float) -> float:
+        tokens, at = self._buckets.get(who, (self.burst, now))
+        return min(self.burst, tokens + (now - at) * self.rate)
+
+    def acquire(self, who: str, cost: float = 1.0) -> float:
+        """0 when allowed (and `cost` taken), else the seconds until it would be."""
         if self.rate <= 0:
             return 0.0
         now = time.monotonic()
-        tokens, at = self._buckets.get(who, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - at) * self.rate)
-        if tokens >= 1.0:
-            self._buckets[who] = (tokens - 1.0, now)
+        tokens = self._tokens(who, now)
+        if tokens >= min(cost, self.burst):
+            self._buckets[who] = (tokens - cost, now)
             return 0.0
         self._buckets[who] = (tokens, now)
-        return (1.0 - tokens) / self.rate
+        return (min(cost, self.burst) - tokens) / self.rate
+
+    def charge(self, who: str, cost: float) -> None:
+        if self.rate <= 0 or cost <= 0:
+            return
+        now = time.monotonic()
+        self._buckets[who] = (self._tokens(who, now) - cost, now)
+
+
+# Routes whose work the cost limiter charges (seconds inside the replica); feedback has its own quotas.
+# Parsing and validating a body costs about 1 s per 50 MB on one core (json + pydantic, measured).
+BODY_BYTES_PER_COST_S = 50e6
+# Work per request that is not charged: ordinary decisions (well under a millisecond) never count
+# against the budget, whatever their rate (rate_limit_rps and the in-flight cap bound that).
+FREE_COST_S = 0.002
+COSTED_PATHS = frozenset({"/v1/decide", "/v1/decide/batch"})
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
 @dataclass
@@ -173,10 +100,19 @@ class GuardSettings:
     max_inflight_per_client: int = 16
     rate_limit_rps: float = 0.0
     rate_limit_burst: float = 0.0
+    # Seconds of replica work per second one client (key, else address) may cause on the decide
+    # routes, and the burst of it; past it 429 + Retry-After. 0 = off.
+    cost_limit_s_per_s: float = 0.1
+    cost_limit_burst_s: float = 0.5
+    # The address the service listens on: without keys, and on loopback, only requests naming a
+    # loopback Host are served (DNS rebinding), and any state-changing request from a web page
+    # (an Origin that is not loopback) is refused.
+    bind_host: str = "127.0.0.1"
 
     def __post_init__(self) -> None:
         self.open_paths = OPEN_PATHS | ({"/metrics"} if self.metrics_public else set())
         self.limiter = RateLimiter(self.rate_limit_rps, self.rate_limit_burst or self.rate_limit_rps)
+        self.cost_limiter = RateLimiter(self.cost_limit_s_per_s, self.cost_limit_burst_s)
         self.inflight: dict[str, int] = {}
 
 
@@ -240,6 +176,7 @@ class GuardMiddleware:
             try:
                 client_key = self._admit(settings, path, headers, scope, state)
                 body = await _read_body(receive, headers, settings)
+                state["body_bytes"] = len(body)
                 if body and path not in settings.open_paths:
                     _check_json(body)
             except Refusal as r:
@@ -256,11 +193,9 @@ class GuardMiddleware:
                 state["error_kind"] = "internal"
                 await _reject(tagged_send, 500, "internal", "internal error (see the service log)")
         finally:
-            if client_key:
-                settings.inflight[client_key] -= 1
-                if not settings.inflight[client_key]:
-                    del settings.inflight[client_key]
             seconds = time.perf_counter() - t0
+            if client_key:
+                _release(settings, client_key, path, state)
             if settings.observe is not None:
                 settings.observe(path, status, seconds, state.get("error_kind"))
             if status >= 400 and status not in (404, 405):
@@ -275,27 +210,81 @@ class GuardMiddleware:
             return ""
         who = ""
         if settings.keys.enabled:
-            header = headers.get(b"authorization", b"")
-            found = settings.keys.lookup(header[7:].strip()) if header[:7].lower() == b"bearer " else None
-            if found is None:
-                raise Refusal(401, "unauthorized", "a valid API key is required (Authorization: Bearer KEY)",
-                              headers=[(b"www-authenticate", b'Bearer realm="halo"')])
-            role, who = found
+            who = _authorise(settings, path, headers)
             state["key_name"] = who
-            if path.startswith(ADMIN_PREFIX) and role != "admin":
-                raise Refusal(403, "forbidden", "admin routes need an admin key (admin_api_keys)")
             wait = settings.limiter.acquire(who)
             if wait > 0:
                 raise Refusal(429, "rate_limited", f"key {who} is over {settings.rate_limit_rps:g} requests/s",
                               headers=[(b"retry-after", str(max(1, math.ceil(wait))).encode())])
+        else:
+            _check_local_caller(settings, headers, scope)
         client = scope.get("client") or ("", 0)
         slot = f"key:{who}" if who else f"addr:{client[0]}"
+        if path in COSTED_PATHS and (wait := settings.cost_limiter.acquire(slot, 0.0)) > 0:
+            raise Refusal(429, "over_cost_budget", f"this client used over {settings.cost_limit_s_per_s:g} s of "
+                          "decision work per second; retry later",
+                          headers=[(b"retry-after", str(max(1, math.ceil(wait))).encode())])
         if settings.inflight.get(slot, 0) >= settings.max_inflight_per_client:
             raise Refusal(429, "too_many_connections",
                           f"at most {settings.max_inflight_per_client} requests in flight per client",
                           headers=[(b"retry-after", b"1")])
         settings.inflight[slot] = settings.inflight.get(slot, 0) + 1
         return slot
+
+
+def _release(settings: GuardSettings, slot: str, path: str, state: dict[str, Any]) -> None:
+    """Frees the request's per-client slot and charges its cost: the work the routes measured,
+    plus reading the body."""
+    settings.inflight[slot] -= 1
+    if not settings.inflight[slot]:
+        del settings.inflight[slot]
+    if path in COSTED_PATHS:
+        cost = state.get("work_s", 0.0) + state.get("body_bytes", 0) / BODY_BYTES_PER_COST_S
+        settings.cost_limiter.charge(slot, cost - FREE_COST_S)
+
+
+def _authorise(settings: GuardSettings, path: str, headers: dict[bytes, bytes]) -> str:
+    """The key's name when its roles allow `path`, else a Refusal (401 / 403)."""
+    header = headers.get(b"authorization", b"")
+    found: KeyIdentity | None = None
+    if header[:7].lower() == b"bearer ":
+        found = settings.keys.lookup(header[7:].strip())
+    if found is None:
+        raise Refusal(401, "unauthorized", "a valid API key is required (Authorization: Bearer KEY)",
+                      headers=[(b"www-authenticate", b'Bearer realm="halo"')])
+    role = required_role(path)
+    if not found.may(role):
+        raise Refusal(403, "forbidden", f"this route needs a key with the {role} role"
+                      + (" (admin_api_keys)" if role == "admin" else ""))
+    return found.name
+
+
+def required_role(path: str) -> str:
+    if path.startswith(ADMIN_PREFIX):
+        return "admin"
+    return "feedback" if path == "/v1/feedback" else "decision"
+
+
+def _host_name(value: str) -> str:
+    """The host of a Host header or an Origin (scheme://host[:port]), lower case, without the port."""
+    value = value.split("://", 1)[-1].split("/", 1)[0].strip().lower()
+    if value.startswith("["):
+        return value.split("]", 1)[0] + "]"
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def _check_local_caller(settings: GuardSettings, headers: dict[bytes, bytes], scope: Scope) -> None:
+    """Keyless mode: a browser page must not drive the service (DNS rebinding, cross-site POSTs)."""
+    if settings.bind_host in LOOPBACK_NAMES:
+        host = _host_name(headers.get(b"host", b"").decode("latin-1"))
+        if host and host not in LOOPBACK_NAMES:
+            raise Refusal(403, "forbidden", "without API keys the service answers only requests to a loopback "
+                                            "host name (Host header)")
+    origin = headers.get(b"origin")
+    if origin is not None and scope.get("method", "GET") not in ("GET", "HEAD", "OPTIONS") \
+            and _host_name(origin.decode("latin-1")) not in LOOPBACK_NAMES:
+        raise Refusal(403, "forbidden", "without API keys, state-changing requests from a web page (Origin) are "
+                                        "refused")
 
 
 async def _read_body(receive: Receive, headers: dict[bytes, bytes], settings: GuardSettings) -> bytes:

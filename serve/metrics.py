@@ -24,6 +24,8 @@ COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "halo_serve_decisions": ("Decisions by agent and source (rule or model)", ("agent_id", "agent_name", "decided_by")),
     "halo_serve_errors": ("Errors by kind", ("kind",)),
     "halo_serve_feedback_episodes": ("Feedback episodes by outcome", ("outcome",)),
+    "halo_serve_key_file_problems": ("Key file re-reads that kept old keys or refused lines, by problem",
+                                     ("problem",)),
 }
 HISTOGRAMS: dict[str, tuple[str, tuple[str, ...], tuple[float, ...]]] = {
     "halo_serve_request_latency_seconds": ("Request latency inside the replica", ("route",), LATENCY_BUCKETS_S),

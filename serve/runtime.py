@@ -17,7 +17,7 @@ from typing import Any
 from rollout.agent_table import NUM_AGENTS
 from rollout.policy import MODEL, Decision, Policy
 from rollout.state import EpisodeState
-from serve.model_source import resolve_model
+from serve.model_source import DEFAULT_CACHE, ModelRoots, SizeLimits, check_npz_files, resolve_model
 from train.manifest import Manifest, ManifestError
 from train.policies import decides_inline
 
@@ -69,10 +69,27 @@ class LoadedModel:
                 "encoder_version": self.manifest.encoder_version, "runtime": self.runtime, "ref": self.ref}
 
 
-def verify_model(ref: str, cache_dir: str | None = None) -> tuple[Path, Manifest]:
-    """Resolve `ref` and verify its manifest; raises ManifestError / ModelSourceError."""
-    path = resolve_model(ref, cache_dir or None)
-    return path, Manifest.load(path)
+def verify_model(ref: str, cache_dir: str | None = None, *, roots: ModelRoots | None = None,
+                 limits: SizeLimits | None = None) -> tuple[Path, Manifest]:
+    """Resolve `ref` (confined to `roots` when given) and verify its manifest and .npz sizes;
+    raises ManifestError / ModelSourceError. A downloaded copy that fails is removed."""
+    path = resolve_model(ref, cache_dir or None, roots=roots, limits=limits)
+    try:
+        manifest = Manifest.load(path)
+        check_npz_files(path, limits or SizeLimits())
+    except Exception:
+        _drop_cached(path, cache_dir)
+        raise
+    return path, manifest
+
+
+def _drop_cached(path: Path, cache_dir: str | None) -> None:
+    """Remove a model copy when it lies in the download cache (never a local model directory)."""
+    import shutil
+
+    cache = Path(cache_dir).resolve() if cache_dir else DEFAULT_CACHE.resolve()
+    if cache in path.resolve().parents:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def choose_runtime(manifest: Manifest, requested: str) -> str:
@@ -92,8 +109,18 @@ def _cuda_available() -> bool:
 
 
 def load_model(ref: str, *, runtime: str = "auto", cache_dir: str | None = None,
-               vllm_options: dict[str, Any] | None = None) -> LoadedModel:
-    path, manifest = verify_model(ref, cache_dir)
+               vllm_options: dict[str, Any] | None = None, roots: ModelRoots | None = None,
+               limits: SizeLimits | None = None) -> LoadedModel:
+    path, manifest = verify_model(ref, cache_dir, roots=roots, limits=limits)
+    try:
+        return _load_verified(ref, path, manifest, runtime, vllm_options)
+    except Exception:
+        _drop_cached(path, cache_dir)
+        raise
+
+
+def _load_verified(ref: str, path: Path, manifest: Manifest, runtime: str,
+                   vllm_options: dict[str, Any] | None) -> LoadedModel:
     chosen = choose_runtime(manifest, runtime)
     if chosen == "vllm":
         if manifest.policy_class != "llm":

@@ -107,6 +107,9 @@ class FeedbackOut(BaseModel):
     episode_id: str
     stored: bool = Field(description="false when this episode_id was already stored (idempotent)")
     steps: int
+    stored_id: str = Field("", description="the episode's ID in the store: KEY_NAME:episode_id")
+    verdict: str = Field("", description="serve-feedback:verified (every claim matches the service's own checks) "
+                                         "or serve-feedback:disagrees (stored, never trusted); empty for a repeat")
 
 
 class ModelIn(BaseModel):

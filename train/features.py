@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from rollout.pddl.sections import section, sections
 from rollout.pddl.sexpr import SExprError, parse_shared
 from rollout.state import EpisodeState
+from train.cost_budget import OverBudget, check_budget, time_budget
 from train.reachability import goal_reachability
 
 FEATURE_VERSION = "halo-feat-3"
@@ -33,6 +34,14 @@ _DOMAIN_MARKERS = (":durative-action", ":functions", "increase", "decrease", "(w
                    "forall", "exists", ":derived")
 _LOG_TAIL_CHARS = 400
 _ERR_CHARS = 1200
+# What is read of a state at most, before any parsing (far above real tasks: planbench PDDL is a
+# few KB, a natural-language task a few KB). Larger PDDL gets the neutral "too large" features.
+MAX_PDDL_CHARS = 64_000
+MAX_TASK_CHARS = 16_000  # the task's last characters (where its goal is stated)
+MAX_PLAN_CHARS = 64_000
+# Time for the expensive reads (parsing, reachability, goal words) of one state; past it each
+# falls back to its neutral feature.
+FEATURE_BUDGET_S = 0.08
 
 
 def _words(text: str) -> list[str]:
@@ -40,11 +49,16 @@ def _words(text: str) -> list[str]:
 
 
 def state_features(state: EpisodeState) -> list[str]:
+    with time_budget(FEATURE_BUDGET_S):
+        return _state_features(state)
+
+
+def _state_features(state: EpisodeState) -> list[str]:
     feats = ["bias", f"cat={state.error_category or 'none'}", f"found={state.plan_found}",
              f"valid={state.plan_valid}", f"planner={state.target_planner}", f"step={min(state.step, 9)}",
              f"dom_empty={not state.domain.strip()}", f"prob_empty={not state.problem.strip()}",
              f"plan_empty={not state.plan.strip()}", f"has_solution={bool(state.proposed_solution.strip())}"]
-    plan_len = len([ln for ln in state.plan.splitlines() if ln.strip() and not ln.startswith(";")])
+    plan_len = len([ln for ln in state.plan[:MAX_PLAN_CHARS].splitlines() if ln.strip() and not ln.startswith(";")])
     feats.append(f"plan_len={min(plan_len, 20) // 4}")
     hist = state.history
     last = hist[-1] if hist else -1
@@ -71,8 +85,13 @@ def state_features(state: EpisodeState) -> list[str]:
     for k in (0, 1, 2, 3):
         feats.append(f"ctx{k}={key}|{hist[-k:] if k else ''}")
     feats.extend(failure)
-    static = _static_features(state.domain, state.problem) + _goal_text_features(state.task_description,
-                                                                                  state.problem)
+    if len(state.domain) > MAX_PDDL_CHARS or len(state.problem) > MAX_PDDL_CHARS:
+        static: tuple[str, ...] = ("static=too_large",)
+    else:
+        try:
+            static = _static_features(state.domain, state.problem) + _goal_text(state)
+        except OverBudget:
+            static = ("static=unknown",)
     feats.extend(static)
     feats.extend(f"{f}|{state.error_category or 'none'}" for f in static)
     return feats
@@ -83,6 +102,7 @@ def _static_features(domain: str, problem: str) -> tuple[str, ...]:
     """What an orchestrator sees by reading the PDDL: whether some action's positive
     precondition uses a predicate that no initial fact and no effect establishes (a
     precondition nothing can make true), and whether that predicate takes no arguments."""
+    check_budget()  # past the budget: OverBudget, uncached (the caller falls back)
     try:
         dom, prob = parse_shared(domain), parse_shared(problem)
     except SExprError:
@@ -106,6 +126,13 @@ def _static_features(domain: str, problem: str) -> tuple[str, ...]:
 _GOAL_TEXT_RE = re.compile(r"\bgoal\b", re.IGNORECASE)
 
 
+def _goal_text(state: EpisodeState) -> tuple[str, ...]:
+    try:
+        return _goal_text_features(state.task_description[-MAX_TASK_CHARS:], state.problem)
+    except OverBudget:
+        return ("goal_text=unknown",)
+
+
 @functools.lru_cache(maxsize=512)
 def _goal_text_features(description: str, problem: str) -> tuple[str, ...]:
     """Whether the problem's goal atoms name their arguments in the order the task's own words
@@ -127,6 +154,7 @@ def _goal_text_features(description: str, problem: str) -> tuple[str, ...]:
             continue
         orders = set()
         for clause in clauses:
+            check_budget()  # OverBudget leaves uncached (the caller falls back)
             places = [re.search(rf"(?<![\w-]){re.escape(arg.lower())}(?![\w-])", clause) for arg in atom[1:]]
             if all(places):
                 starts = [m.start() for m in places if m]
@@ -176,17 +204,25 @@ def _goal_features(state: EpisodeState) -> list[str]:
     goal is a goal written wrongly, one in the initial state a wrong fact)?"""
     out: list[str] = []
     if state.error_category in _REACH_CATEGORIES:
-        out.append(f"relaxed_goal={goal_reachability(state.domain, state.problem)}")
+        too_large = len(state.domain) > MAX_PDDL_CHARS or len(state.problem) > MAX_PDDL_CHARS
+        out.append(f"relaxed_goal={'unknown' if too_large else _reachability(state.domain, state.problem)}")
     m = _DIAG_LINE_RE.search(state.validator_errors) or _DIAG_LINE_RE.search(state.planner_log)
     if m:
         out.append(f"diag_section={_problem_section_at(state.problem, int(m.group(1)))}")
     return out
 
 
+def _reachability(domain: str, problem: str) -> str:
+    try:
+        return goal_reachability(domain, problem)
+    except OverBudget:
+        return "unknown"
+
+
 def _problem_section_at(problem: str, line: int) -> str:
     """The problem section (objects, init, goal, other) whose text holds 1-based `line`."""
     current = "other"
-    for i, text in enumerate(problem.splitlines()[:line], 1):
+    for i, text in enumerate(problem[:MAX_PDDL_CHARS].splitlines()[:line], 1):
         for key in ("objects", "init", "goal", "metric"):
             if f"(:{key}" in text.lower():
                 current = key

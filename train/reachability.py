@@ -8,7 +8,8 @@ written the wrong way round), and so is one whose unreachable atoms are all reac
 arguments reversed. All of it is read from the domain and problem the policy sees.
 
 The fixpoint is computed lifted, by joining each action's positive preconditions against the
-facts reached so far; `max_bindings` caps the work per call (the answer is then "unknown").
+facts reached so far; `max_bindings` and the caller's time budget cap the work per call (the
+answer is then "unknown").
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from rollout.pddl.model import PDDLParseError
 from rollout.pddl.sexpr import SExpr, SExprError
 from rollout.pddl.simulator import World, load_world
+from train.cost_budget import check_budget
 
 Atom = tuple[str, ...]
 # bindings tried per call: the planbench and bundled IPC tasks need under 20k (2-50 ms on one core)
@@ -27,6 +29,17 @@ DEFAULT_MAX_BINDINGS = 50_000
 
 class _Budget(Exception):
     pass
+
+
+def _spend(budget: list[int]) -> None:
+    """One binding tried: past `max_bindings` the answer is "unknown"; past the caller's time
+    budget (looked at every 1024 bindings) OverBudget leaves the call, so no cache keeps an answer
+    that only a busy moment made unknown."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _Budget
+    if budget[0] & 1023 == 0:
+        check_budget()
 
 
 def _positive_atoms(expr: SExpr) -> list[list[str]]:
@@ -110,9 +123,7 @@ def _bindings(pre: list[list[str]], facts: _Facts, binding: dict[str, str],
         return
     atom, rest = pre[0], pre[1:]
     for fact in list(facts.candidates(atom, binding)):
-        budget[0] -= 1
-        if budget[0] < 0:
-            raise _Budget
+        _spend(budget)
         if len(fact) != len(atom):
             continue
         new = dict(binding)
@@ -143,7 +154,7 @@ def relaxed_reachable(world: World, max_bindings: int = DEFAULT_MAX_BINDINGS,
         seeded = [_order(pre[:i] + pre[i + 1:], {t for t in atom[1:] if t.startswith("?")})
                   for i, atom in enumerate(pre)]
         actions.append((act, _order(pre, set()), pre, seeded, _adds(act.effect)))
-    typed = {t: world.objects_of(t) for act in world.domain.actions.values() for _, t in act.params}
+    typed = {t: world.objects_of(t) for t in {t for act in world.domain.actions.values() for _, t in act.params}}
     budget = [max_bindings]
     delta = _Facts()
     for a in world.problem.init:
@@ -189,9 +200,7 @@ def _extend(typed: dict[str, list[str]], binding: dict[str, str], free: list[tup
         return
     (var, typ), rest = free[0], free[1:]
     for obj in typed[typ]:
-        budget[0] -= 1
-        if budget[0] < 0:
-            raise _Budget
+        _spend(budget)
         yield from _extend(typed, {**binding, var: obj}, rest, budget)
 
 

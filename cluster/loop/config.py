@@ -59,6 +59,7 @@ class LoopConfig:
     min_new_episodes: int = 200  # retrain once this many new accepted episodes exist ...
     max_period_s: float = 6 * 3600.0  # ... or this long after the last training (with >= 1 new)
     old_data_share: float = 0.3  # share of the dataset drawn from data earlier cycles used
+    max_feedback_key_share: float = 0.2  # most of a dataset one /v1/feedback key's episodes may be
     rollout_episodes: int = 100  # scheduled student rollouts per batch (0: feedback only)
     max_rollout_batches: int = 5  # per cycle, before waiting for feedback instead
     rollout_replicas: int | None = None
@@ -90,6 +91,8 @@ class LoopConfig:
             raise LoopConfigError("min_new_episodes: must be at least 1")
         if not 0.0 <= self.old_data_share < 1.0:
             raise LoopConfigError("old_data_share: must be in [0, 1)")
+        if not 0.0 <= self.max_feedback_key_share < 1.0:
+            raise LoopConfigError("max_feedback_key_share: must be in [0, 1)")
         if self.max_period_s <= 0 or self.poll_s <= 0:
             raise LoopConfigError("max_period_s and poll_s must be positive")
         if self.rollout_episodes < 0 or self.max_rollout_batches < 0 or self.max_cycles < 0:

@@ -143,7 +143,8 @@ class LoopRunner:
                 self.log.renew_lease()
                 time.sleep(self.config.poll_s)
         snapshot = take_snapshot(accepted, used, old_share=self.config.old_data_share,
-                                 seed=f"{self.config.seed}-{cycle}", table_version=self.store.version())
+                                 seed=f"{self.config.seed}-{cycle}", table_version=self.store.version(),
+                                 max_key_share=self.config.max_feedback_key_share)
         snapshot_file = self.log.put_json(f"datasets/c{cycle:04d}.json", snapshot.to_dict())
         return {"snapshot_file": snapshot_file, "digest": snapshot.digest, "n_new": len(snapshot.new),
                 "n_old": len(snapshot.old), "runs": snapshot.runs, "table_version": snapshot.table_version,

@@ -64,3 +64,36 @@ def test_missing_episodes_are_reported(store: TrajectoryStore) -> None:
     snap = Snapshot(new=["no-such-episode"], old=[], runs=["rollout-a"], table_version=0)
     with pytest.raises(RuntimeError, match="no longer in the store"):
         load_snapshot_episodes(store, snap)
+
+
+def _feedback_copies(run: str, n: int, key: str, code: str) -> list:
+    """`n` accepted episodes as /v1/feedback stores them: ID `KEY:ID`, the service's verdict in code_version."""
+    from dataclasses import replace
+
+    return [replace(e, episode_id=f"{key}:{e.episode_id}", code_version=code, success_validator=True,
+                    success_oracle=True) for e in make_episodes(run, n)]
+
+
+def test_only_verified_feedback_counts(store: TrajectoryStore) -> None:
+    before = accepted_episodes(store, accept_filter="oracle", llm_backend="sim", exclude_tasks=set(),
+                               exclude_run_prefix="loop-x-gate-")
+    store.write_episodes("serve-feedback", _feedback_copies("serve-feedback", 30, "old", "serve-feedback")
+                         + _feedback_copies("serve-feedback", 30, "liar", "serve-feedback:disagrees"))
+    after = accepted_episodes(store, accept_filter="oracle", llm_backend="sim", exclude_tasks=set(),
+                              exclude_run_prefix="loop-x-gate-")
+    assert after == before  # unchecked (older) feedback and disagreeing claims are never trusted
+
+
+def test_one_feedback_key_is_capped_to_its_share(store: TrajectoryStore) -> None:
+    store.write_episodes("serve-feedback", _feedback_copies("serve-feedback", 150, "mallory",
+                                                            "serve-feedback:verified"))
+    accepted = accepted_episodes(store, accept_filter="validator", llm_backend="sim", exclude_tasks=set(),
+                                 exclude_run_prefix="loop-x-gate-")
+    from_key = [e for e in accepted.values() if e.source == "mallory"]
+    assert len(from_key) == 150
+    snap = take_snapshot(accepted, set(), old_share=0.0, seed="x", table_version=None, max_key_share=0.2)
+    chosen = snap.episode_ids
+    share = sum(accepted[e].source == "mallory" for e in chosen) / len(chosen)
+    assert 0.15 <= share <= 0.2  # 150 of ~180 accepted, but at most a fifth of the dataset
+    alone = {e: a for e, a in accepted.items() if a.source == "mallory"}
+    assert take_snapshot(alone, set(), old_share=0.0, seed="x", table_version=None).episode_ids == []

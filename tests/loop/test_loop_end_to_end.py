@@ -204,7 +204,9 @@ def _post_feedback(url: str) -> str:
                        **{f: getattr(st, f) for f in step_fields}} for st in ep.steps]}
     response = httpx.post(f"{url}/v1/feedback", json=body, timeout=30)
     assert response.status_code == 200 and response.json()["stored"], response.text
-    return "client-episode-1"
+    # keyless (loopback) service: stored under the local caller's name, verified by the service
+    assert response.json()["verdict"] == "serve-feedback:verified", response.text
+    return response.json()["stored_id"]
 
 
 def _candidate_version(log: EventLog, cycle: int) -> str:

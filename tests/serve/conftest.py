@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from scripted_http import flaky  # noqa: E402, F401  (the clients' scripted local server)
-from serve_keys import ADMIN_KEY, API_KEY, STALL_KEY  # noqa: E402, F401
+from serve_keys import ADMIN_KEY, API_KEY, FEEDBACK_KEY, STALL_KEY  # noqa: E402, F401
 from serve_synthetic import MAP_V1, MAP_V2, train_version  # noqa: E402
 
 
@@ -96,15 +96,19 @@ def cluster(models, tmp_path_factory) -> Iterator[Cluster]:
     _direct_ingress_port_range()
     _short_direct_ingress_drain()
     store = tmp_path_factory.mktemp("store")
+    roots = tmp_path_factory.getbasetemp()  # admin may deploy the models the tests make there, nothing else
     main_cfg = ServeConfig(model=str(models.v1), port=port, app_name="main", route_prefix="/", num_replicas=2,
                            replica_num_cpus=0, api_keys=[API_KEY, STALL_KEY], admin_api_keys=[ADMIN_KEY],
+                           feedback_api_keys=[API_KEY, FEEDBACK_KEY], model_roots=[str(roots)],
                            max_body_bytes=64_000, max_inflight_per_client=12, body_timeout_s=5,
                            feedback_store=str(store), registry_name="reg-main", sync_interval_s=0.2,
                            max_ongoing_requests=32, max_queued_requests=64)
     tight_cfg = ServeConfig(model=str(models.v1), port=port, app_name="tight", route_prefix="/tight",
-                            num_replicas=1, replica_num_cpus=0, registry_name="reg-tight",
+                            num_replicas=1, replica_num_cpus=0, registry_name="reg-tight", model_roots=[str(roots)],
                             max_ongoing_requests=1, max_queued_requests=1, retry_after_s=2,
-                            max_batch_states=256, max_body_bytes=4_000_000)
+                            max_batch_states=256, max_body_bytes=4_000_000,
+                            feedback_store=str(tmp_path_factory.mktemp("tight-store")), feedback_episodes_per_hour=3,
+                            feedback_batch_wait_s=0.05, header_timeout_s=3)
     main = start_service(main_cfg, num_cpus=2)
     _running.append(True)
     try:

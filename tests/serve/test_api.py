@@ -169,15 +169,21 @@ def test_feedback_is_stored_once(cluster, client):
 
     r = client.post("/v1/feedback", json=_feedback("fb-1"))
     assert r.status_code == 200, r.text
-    assert r.json() == {"episode_id": "fb-1", "stored": True, "steps": 2}
+    answer = r.json()
+    stored_id = answer["stored_id"]
+    assert stored_id.endswith(":fb-1") and stored_id.startswith("key-")  # namespaced by the (unnamed) key
+    # the claimed success does not hold: "(stack a b)" is no valid plan of this state's PDDL
+    assert answer == {"episode_id": "fb-1", "stored": True, "steps": 2, "stored_id": stored_id,
+                      "verdict": "serve-feedback:disagrees"}
     again = client.post("/v1/feedback", json=_feedback("fb-1"))
     assert again.status_code == 200 and again.json()["stored"] is False
     # other tests' student rollouts may share this feedback run: look at fb-1 alone
     episodes = [e for e in TrajectoryStore(str(cluster.store)).read_episodes(["serve-feedback"])
-                if e.episode_id == "fb-1"]
+                if e.episode_id == stored_id]
     assert len(episodes) == 1
     ep = episodes[0]
-    assert ep.llm_backend == "sim" and ep.success_validator and ep.model_version == "v1"
+    assert ep.llm_backend == "sim" and ep.success_validator is False and ep.model_version == "v1"
+    assert ep.code_version == "serve-feedback:disagrees"
     assert [(s.agent_id, s.is_hardcoded) for s in ep.steps] == [(2, True), (13, False)]
     assert EpisodeState.from_json(ep.steps[1].state_json) == symptom_state(0)
     bad = _feedback("fb-2")

@@ -124,6 +124,7 @@ def _layers_of_one_decision(models, state: EpisodeState) -> list[str]:
     from pathlib import Path
 
     from serve.app import DecisionService, _ServedModel
+    from serve.config import ServeConfig
     from serve.metrics import ReplicaMetrics
     from serve.runtime import load_model
     from serve.schemas import StateIn
@@ -133,6 +134,7 @@ def _layers_of_one_decision(models, state: EpisodeState) -> list[str]:
     cls = next(c for c in DecisionService.func_or_class.__mro__[1:] if c.__qualname__ == "DecisionService")
     svc = cls.__new__(cls)
     svc._model = load_model(str(models.v1))
+    svc.config = ServeConfig(model=str(models.v1))
     svc.metrics = ReplicaMetrics()
     svc._policy = RulesFirst(_ServedModel(lambda: svc._model, None, None))  # the inline model needs no batch queue
     body = StateIn.model_validate(state.to_dict())
@@ -148,7 +150,7 @@ def _layers_of_one_decision(models, state: EpisodeState) -> list[str]:
 
     sys.setprofile(profile)
     try:
-        answer = asyncio.run(svc.decide(body))
+        answer = asyncio.run(svc.decide(body, None))  # no HTTP request: nothing to charge
     finally:
         sys.setprofile(None)
     assert answer["decided_by"] in ("rule", MODEL)

@@ -112,15 +112,21 @@ def test_feedback_conflict_is_409_and_the_run_still_builds_a_dataset(cluster, di
     from train.dataset import BuildConfig, build_dataset
 
     body = _feedback("fb-conflict")
-    assert direct.post("/v1/feedback", json=body).json()["stored"] is True
+    first = direct.post("/v1/feedback", json=body).json()
+    assert first["stored"] is True
     assert direct.post("/v1/feedback", json=body).json()["stored"] is False  # the same again: idempotent
     changed = _feedback("fb-conflict")
-    changed["success_validator"] = False
+    changed["steps"][1]["agent_id"] = 14
     _refused(direct.post("/v1/feedback", json=changed), 409, "episode_id")
     episodes = TrajectoryStore(str(cluster.store)).read_episodes(["serve-feedback"])
-    assert "fb-hostile" not in {e.episode_id for e in episodes}  # none of the refused posts was stored
-    assert [e.success_validator for e in episodes if e.episode_id == "fb-conflict"] == [True]
-    card = build_dataset(episodes, tmp_path / "ds", BuildConfig(tokenizer_dir="", augment_copies=0))
+    assert not {e.episode_id for e in episodes if e.episode_id.endswith(":fb-hostile")}  # no refused post stored
+    # stored once, with the service's verdict: the claimed success does not validate
+    assert [e.success_validator for e in episodes if e.episode_id == first["stored_id"]] == [False]
+    from tests.trajectories import make_episodes
+
+    # the run still reads back whole and builds a dataset (with accepted episodes from elsewhere)
+    card = build_dataset(episodes + make_episodes("other", 10), tmp_path / "ds",
+                         BuildConfig(tokenizer_dir="", augment_copies=0))
     assert card is not None and (tmp_path / "ds" / "dataset_card.json").is_file()
 
 
@@ -158,19 +164,21 @@ def test_keys_rotate_from_the_key_file(tmp_path):
     from serve.guard import KeyRing
 
     path = tmp_path / "keys"
+    from serve.keys import KeyIdentity
+
     path.write_text("decision planner-a=decision-key-aaaaaaaa\nadmin ops=admin-key-bbbbbbbbbbbb\n")
     ring = KeyRing(key_file=str(path))
-    assert ring.lookup(b"decision-key-aaaaaaaa") == ("decision", "planner-a")
-    assert ring.lookup(b"admin-key-bbbbbbbbbbbb") == ("admin", "ops")
+    assert ring.lookup(b"decision-key-aaaaaaaa") == KeyIdentity("planner-a", frozenset({"decision"}))
+    assert ring.lookup(b"admin-key-bbbbbbbbbbbb") == KeyIdentity("ops", frozenset({"admin"}))
     path.write_text("decision planner-b=decision-key-cccccccc\n")
     os.utime(path, (time.time() + 5, time.time() + 5))
     ring._checked = 0.0  # the file is looked at once a second
     assert ring.lookup(b"decision-key-aaaaaaaa") is None
-    assert ring.lookup(b"decision-key-cccccccc") == ("decision", "planner-b")
-    path.write_text("decision short=abc\n")  # a bad file keeps the keys in force
+    assert ring.lookup(b"decision-key-cccccccc") == KeyIdentity("planner-b", frozenset({"decision"}))
+    path.write_text("decision short=abc\n")  # a file with no valid key keeps the keys in force
     os.utime(path, (time.time() + 10, time.time() + 10))
     ring._checked = 0.0
-    assert ring.lookup(b"decision-key-cccccccc") == ("decision", "planner-b")
+    assert ring.lookup(b"decision-key-cccccccc") == KeyIdentity("planner-b", frozenset({"decision"}))
 
 
 def test_rate_limit_per_key():

@@ -20,10 +20,13 @@ def test_sim_episode_with_the_served_student_and_feedback(cluster, monkeypatch):
     assert all(s.is_hardcoded == (s.decided_by == "rule") for s in record.steps)
     student = policy.inner
     answer = student.send_feedback(record)
-    assert answer == {"episode_id": record.episode_id, "stored": True, "steps": record.num_steps}
+    assert answer["episode_id"] == record.episode_id and answer["stored"] is True
+    assert answer["steps"] == record.num_steps
+    # a genuine episode: the service's own validator and oracle agree with what it claims
+    assert answer["verdict"] == "serve-feedback:verified", answer
     assert student.send_feedback(record)["stored"] is False
     stored = {e.episode_id: e for e in TrajectoryStore(str(cluster.store)).read_episodes(["serve-feedback"])}
-    back = stored[record.episode_id]
+    back = stored[answer["stored_id"]]
     assert [(s.agent_id, s.decided_by, s.state_json) for s in back.steps] == \
         [(s.agent_id, s.decided_by, s.state_json) for s in record.steps]
     assert back.success_validator == record.success_validator and back.llm_backend == "sim"
