@@ -353,17 +353,20 @@ def _pddl_check():  # noqa: ANN202  (the module, loaded by path: this script has
 
 
 def _static_check(req: dict, arrived: float) -> dict:
-    """The strict check of the request's domain and problem (solvers/pddl_check.py), inside the
-    sandbox: hostile PDDL is parsed here, not in the client. It may use 80% of the call's time."""
-    domain_name, problem_name = req["check"]
+    """The strict check of the request's domain and problem (solvers/pddl_check.py), and of its
+    plan's steps when a third name is given, inside the sandbox: hostile PDDL is parsed here, not
+    in the client. It may use 80% of the call's time. A check that breaks answers "failed"."""
+    names = req["check"]
     files = req.get("files", {})
-    domain, problem = (base64.b64decode(files[name]).decode("utf-8", "surrogateescape")
-                       for name in (domain_name, problem_name))
+    texts = [base64.b64decode(files[name]).decode("utf-8", "surrogateescape") for name in names]
     check = _pddl_check()
+    deadline = arrived + 0.8 * float(req["timeout_s"])
     try:
-        error = check.check(domain, problem, arrived + 0.8 * float(req["timeout_s"]))
+        error = check.check_plan(*texts, deadline) if len(texts) == 3 else check.check(*texts, deadline)
     except check.CheckTimeout:
         return {"timed_out": True}
+    except check.CheckFailed as exc:
+        return {"failed": str(exc)}
     return {"passed": True} if error is None else {"error": error.to_dict()}
 
 

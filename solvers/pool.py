@@ -60,7 +60,10 @@ def _ro_paths() -> list[str]:
     for planner in planners():
         for found in planner.ro_paths():
             if not str(found).startswith("/usr/"):
-                paths.append(str(Path(found).resolve()))
+                # Only the folders are resolved: a symlink a loader passes through (Debian's
+                # /etc/alternatives) is bound at its own path (bwrap binds what it points to).
+                found = Path(found)
+                paths.append(os.path.join(os.path.realpath(found.parent), found.name))
     return list(dict.fromkeys(paths))
 
 
@@ -271,10 +274,10 @@ class WorkerPool:
 
     def request(self, request: dict, *, files: dict[str, str | bytes], limits: Limits,
                 collect: tuple[str, ...] = (), deadline: float | None = None,
-                check: tuple[str, str] | None = None) -> RunResult:
+                check: tuple[str, ...] | None = None) -> RunResult:
         """Run one request. `deadline` (time.monotonic()) bounds the whole call, the staging of
         the files included; without it the call gets limits.timeout_s from when it is sent.
-        `check`: the domain and problem file names, to run the strict check on before the program
+        `check`: the domain and problem (and plan) file names, to run the strict check on before the program
         (a failed check answers without running it)."""
         confine = self.level != "none"
         payload = dict(request)
