@@ -51,13 +51,15 @@ async def evaluate(state: EpisodeState, outcome_plan: str, pddl_changed: bool, p
 
     An agent-supplied plan is validated; changed PDDL is planned and the plan validated; when
     the planner fails, the validator's diagnostics on the previous plan (parse errors, type
-    mismatches, failing steps) are kept too. Solver exceptions become solver_crash.
+    mismatches, failing steps) are kept too. An exception of the solver wrappers is a tool
+    failure, not the task's: it is raised as solvers.ToolFailure (the episode reports it as an
+    error of the run), never recorded as the step's outcome.
     """
     try:
         return await _evaluate_inner(state, outcome_plan, pddl_changed, planner, limits)
-    except Exception as exc:  # noqa: BLE001  (a solver wrapper bug must not end the episode)
-        return Evaluation(outcome_plan or state.plan, False, False, solvers.ErrorCategory.SOLVER_CRASH.value,
-                          "", f"solver call failed: {type(exc).__name__}: {exc}")
+    except Exception as exc:
+        raise solvers.ToolFailure(solvers.ErrorCategory.SOLVER_CRASH,
+                                  f"solver call failed: {type(exc).__name__}: {exc}") from exc
 
 
 async def _evaluate_inner(state: EpisodeState, outcome_plan: str, pddl_changed: bool, planner: str,

@@ -332,6 +332,11 @@ def _validate(domain: str, problem: str, plan_text: str, limits: Limits, sandbox
             return ValidationResult(ErrorCategory.PARSE_ERROR_PLAN, name, location=f"plan.txt:{long_line}:1",
                                     message=f"plan line {long_line} is over {MAX_PLAN_LINE:,} characters: not a plan "
                                             "step", wall_s=time.monotonic() - t0)
+        if name == "val":  # VAL names no place in a syntax error, and crashes on a problem's
+            for file, text in (("domain.pddl", domain), ("problem.pddl", problem)):
+                error = pddl_check.unbalanced(text, file)
+                if error is not None:
+                    return _check_verdict(error, name, time.monotonic() - t0, 0.0)
         unreadable = _unreadable_plan(plan_text) if name == "val" else None
         if unreadable is not None:  # VAL reads such a line as no step at all (Kairos says where it cannot read)
             return ValidationResult(ErrorCategory.PARSE_ERROR_PLAN, name, location=unreadable[0],

@@ -142,21 +142,31 @@ def _too_deep(file: str) -> CheckError:
     return CheckError(file, 1, 1, "parse.too_deep", "the file is nested too deeply to be a PDDL task")
 
 
-def _unbalanced(checker: _Checker, file: str, exc: _Unbalanced) -> CheckError:
-    line, col = checker.line_col(exc.offset)
-    return CheckError(file, line, col, exc.code, exc.message)
+def unbalanced(text: str, file: str) -> CheckError | None:
+    """Where the parentheses of `text` stop balancing, by counting (no parse: safe on any input).
+    For VAL, which reads no location into its syntax errors and crashes on a problem's."""
+    depth, line, line_start, first_open = 0, 1, 0, (1, 1)
+    for m in re.finditer(r";[^\n]*|[()\n]", text):
+        char = m.group()
+        if char == "\n":
+            line, line_start = line + 1, m.end()
+        elif char == "(":
+            if depth == 0:
+                first_open = (line, m.start() - line_start + 1)
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                return CheckError(file, line, m.start() - line_start + 1, "parse.unexpected_token",
+                                  "unexpected ')': nothing is open here")
+    if depth > 0:
+        return CheckError(file, *first_open, "parse.unclosed", f"'(' never closed ({depth} unclosed at the end)")
+    return None
 
 
 class _Fail(Exception):
     def __init__(self, error: CheckError):
         self.error = error
-
-
-class _Unbalanced(Exception):
-    """The parentheses do not balance: a definite syntax error, at `offset`."""
-
-    def __init__(self, offset: int, code: str, message: str):
-        self.offset, self.code, self.message = offset, code, message
 
 
 class _Skip(Exception):
@@ -193,7 +203,7 @@ def _parse(text: str, deadline: float | None = None) -> Node:
             parent = node
         elif first == ")":
             if len(stack) == 1:
-                raise _Unbalanced(m.start(), "parse.unexpected_token", "unexpected ')': nothing is open here")
+                raise _Skip
             stack.pop()
             parent = stack[-1]
         elif "?" in value[1:]:  # the translator splits "?x" off a preceding word; so do we
@@ -206,9 +216,7 @@ def _parse(text: str, deadline: float | None = None) -> Node:
         else:
             parent.append(intern(value))
             parent.pos.append(m.start())
-    if len(stack) != 1:
-        raise _Unbalanced(stack[1].at, "parse.unclosed", f"'(' never closed ({len(stack) - 1} unclosed at the end)")
-    if len(root) != 1 or not isinstance(root[0], Node):
+    if len(stack) != 1 or len(root) != 1 or not isinstance(root[0], Node):
         raise _Skip
     top = root[0]
     if not top or top[0] != "define":
@@ -719,8 +727,6 @@ def _domain_state(domain: str, deadline: float | None) -> _Checker | CheckError 
         state = None
     except RecursionError:
         state = _too_deep(DOMAIN_FILE)
-    except _Unbalanced as exc:
-        state = _unbalanced(checker, DOMAIN_FILE, exc)
     except Exception as exc:  # a bug here: refuse to judge, remember nothing
         raise _broke(exc, "domain") from exc
     checker.deadline = None
@@ -785,8 +791,6 @@ def _check_pair(domain: str, problem: str, deadline: float | None) -> CheckError
         return None
     except RecursionError:
         return _too_deep(PROBLEM_FILE)
-    except _Unbalanced as exc:
-        return _unbalanced(checker, PROBLEM_FILE, exc)
     except Exception as exc:  # a bug here: refuse to judge, remember nothing
         raise _broke(exc, "problem") from exc
     finally:
@@ -815,7 +819,7 @@ def _problem_state(domain: str, problem: str, deadline: float | None) -> _Checke
     checker.text = problem
     try:
         checker.problem(_parse(problem, deadline))
-    except (_Skip, _Fail, _Unbalanced, RecursionError):
+    except (_Skip, _Fail, RecursionError):
         return None
     checker.deadline = None
     with _DOMAINS_LOCK:
@@ -828,16 +832,16 @@ def _problem_state(domain: str, problem: str, deadline: float | None) -> _Checke
 def _step_error(checker: _Checker, name: str, args: list[str]) -> tuple[str, str] | None:
     """(code, what is wrong) with one plan step, in the words Kairos' validator uses."""
     if name not in checker.actions:
-        return "plan.unknown_action", f"the domain has no action '{name}'"
+        return "validate.unknown_action", f"the domain has no action '{name}'"
     kinds = checker.actions[name]
     if len(args) != len(kinds):
-        return "plan.wrong_arity", f"'{name}' takes {len(kinds)} argument(s), {len(args)} given"
+        return "validate.wrong_arity", f"'{name}' takes {len(kinds)} argument(s), {len(args)} given"
     for arg, want in zip(args, kinds, strict=True):
         have = checker.constants.get(arg) or checker.objects.get(arg)
         if have is None:
-            return "plan.unknown_object", f"unknown object '{arg}'"
+            return "validate.unknown_object", f"unknown object '{arg}'"
         if checker.typing and not checker.types.subtype(have, want):
-            return "plan.type_mismatch", (f"argument '{arg}' of '{name}' is of type {'/'.join(have)}, "
+            return "validate.type_mismatch", (f"argument '{arg}' of '{name}' is of type {'/'.join(have)}, "
                                           f"not {'/'.join(want)}")
     return None
 

@@ -307,6 +307,9 @@ class WorkerPool:
                 return RunResult(None, level=self.level, timed_out=True,
                                  error="wall-clock limit hit before the call started")
             payload["timeout_s"] = remaining
+            # The worker's clock for the call starts here, not when the request's first byte
+            # arrives: encoding and sending a huge request count against the limit too.
+            payload["sent_at"] = sent_at
             try:
                 answer = worker.call(payload, sent_at + remaining + ANSWER_GRACE_S)
             except WorkerError as exc:
