@@ -55,7 +55,7 @@ def _prctl(option: int, arg: int) -> None:
 def _read_exact(fd: int, n: int) -> bytes | None:
     chunks = []
     while n:
-        chunk = os.read(fd, n)
+        chunk = os.read(fd, min(n, 1 << 20))
         if not chunk:
             return None
         chunks.append(chunk)
@@ -71,7 +71,17 @@ def _recv(fd: int) -> tuple[dict | None, float]:
     if header is None:
         return None, arrived
     body = _read_exact(fd, struct.unpack(">Q", header)[0])
-    return (None if body is None else json.loads(body)), arrived
+    if body is None:
+        return None, arrived
+    req = json.loads(body)
+    files = {}
+    for name, size in req.pop("file_sizes", []):  # the files follow the request, raw
+        data = _read_exact(fd, int(size)) if size else b""
+        if data is None:
+            return None, arrived
+        files[name] = data
+    req.setdefault("files", {}).update(files)
+    return req, arrived
 
 
 def _send(fd: int, message: dict) -> None:
@@ -278,12 +288,17 @@ class _Capture:
         return bytes(self.head + middle + self.tail).decode("utf-8", "replace")
 
 
-def _write_files(calldir: str, files: dict[str, str]) -> None:
-    for name, b64 in files.items():
+def _raw(data: bytes | str) -> bytes:
+    """A request file's bytes: sent raw after the request, or base64 inside it."""
+    return data if isinstance(data, bytes) else base64.b64decode(data)
+
+
+def _write_files(calldir: str, files: dict[str, bytes | str]) -> None:
+    for name, data in files.items():
         if "/" in name or name in ("", ".", ".."):
             raise ValueError(f"bad file name {name!r}")
         with open(os.path.join(calldir, name), "wb") as fh:
-            fh.write(base64.b64decode(b64))
+            fh.write(_raw(data))
 
 
 def _collect(calldir: str, prefixes: list[str], cap: int) -> dict[str, str]:
@@ -414,7 +429,7 @@ def _static_check(req: dict, arrived: float) -> dict:
     in the client. A check that breaks answers "failed"."""
     names = req["check"]
     files = req.get("files", {})
-    texts = [base64.b64decode(files[name]).decode("utf-8", "surrogateescape") for name in names]
+    texts = [_raw(files[name]).decode("utf-8", "surrogateescape") for name in names]
     size = sum(len(text) for text in texts)
     deadline = arrived + _check_budget(float(req["timeout_s"]), size)
     if size > FORK_CHECK_BYTES:

@@ -129,7 +129,7 @@ class Worker:
         size = struct.unpack(">Q", self._read_exact(8, deadline))[0]
         return json.loads(self._read_exact(size, deadline))
 
-    def call(self, request: dict, answer_deadline: float) -> dict:
+    def call(self, request: dict, answer_deadline: float, blobs: tuple[bytes, ...] = ()) -> dict:
         # A worker that died while idle shows as a finished process or an end of file on its
         # output (an idle worker writes nothing): the call never ran, so it may be retried. This
         # costs a poll; an acknowledgement from the worker per call cost a round trip of context
@@ -139,6 +139,8 @@ class Worker:
         body = json.dumps(request).encode()
         try:
             self.proc.stdin.write(struct.pack(">Q", len(body)) + body)
+            for blob in blobs:  # the files, raw, after the request that gives their sizes
+                self.proc.stdin.write(blob)
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError) as exc:
             raise WorkerGone(f"worker gone: {exc}") from None
@@ -281,10 +283,12 @@ class WorkerPool:
         (a failed check answers without running it)."""
         confine = self.level != "none"
         payload = dict(request)
+        raw = {name: data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape")
+               for name, data in files.items()}
         payload.update(
-            files={name: base64.b64encode(data if isinstance(data, bytes) else
-                                          data.encode("utf-8", "surrogateescape")).decode()
-                   for name, data in files.items()},
+            # Sizes here, contents raw after the request: a 50 MB problem is neither base64- nor
+            # JSON-encoded (that took seconds of a call's limit).
+            file_sizes=[[name, len(data)] for name, data in raw.items()],
             timeout_s=limits.timeout_s,
             output_bytes=limits.output_bytes,
             collect=list(collect),
@@ -311,7 +315,7 @@ class WorkerPool:
             # arrives: encoding and sending a huge request count against the limit too.
             payload["sent_at"] = sent_at
             try:
-                answer = worker.call(payload, sent_at + remaining + ANSWER_GRACE_S)
+                answer = worker.call(payload, sent_at + remaining + ANSWER_GRACE_S, tuple(raw.values()))
             except WorkerError as exc:
                 self._release(worker, broken=True)
                 # A worker that died while idle is replaced once; a call that broke its worker,
