@@ -264,24 +264,34 @@ def _plan(domain: str, problem: str, name: str, search: str | None, alias: str, 
 
 
 def validate(domain: str, problem: str, plan_text: str, *, limits: Limits = Limits(),
-             sandbox: str | None = None) -> ValidationResult:
-    """Check a plan (VAL when installed, else Kairos). The verdict is typed: valid; invalid with
-    the failing step and the unsatisfied precondition or the unreached goal; a parse error with
-    its file:line:col; an unsupported feature."""
+             sandbox: str | None = None, validator: str | None = None) -> ValidationResult:
+    """Check a plan (VAL when installed, else Kairos; `validator` names a registered one). The
+    verdict is typed: valid; invalid with the failing step and the unsatisfied precondition or
+    the unreached goal; a parse error with its file:line:col; an unsupported feature."""
     _check_text(domain=domain, problem=problem, plan_text=plan_text)
+    name = _validator_for(validator)
     t0 = time.monotonic()
     store = cache.current()
     if store is None:
-        return _validate(domain, problem, plan_text, limits, sandbox, t0)
-    name = validator_name()
+        return _validate(domain, problem, plan_text, limits, sandbox, t0, name)
     key = store.key("validate", name, _planner_version(name), domain, problem, plan_text)
     hit = store.get(key)
     if hit is not None:
         hit.wall_s = time.monotonic() - t0
         return hit  # type: ignore[return-value]
-    result = _validate(domain, problem, plan_text, limits, sandbox, t0)
+    result = _validate(domain, problem, plan_text, limits, sandbox, t0, name)
     store.put(key, result)
     return result
+
+
+def _validator_for(validator: str | None) -> str:
+    if validator is None:
+        return validator_name()
+    if validator not in PLANNERS or "validator" not in PLANNERS.get(validator).roles:
+        raise ValueError(f"validator must be a registered validator's name, got {validator!r}")
+    if not PLANNERS.get(validator).available():
+        raise ValueError(f"validator {validator!r} is not installed here")
+    return validator
 
 
 def _unreadable_plan(plan_text: str) -> tuple[str, str] | None:
@@ -310,8 +320,7 @@ def _check_verdict(error: pddl_check.CheckError, name: str, wall_s: float, cpu_s
 
 
 def _validate(domain: str, problem: str, plan_text: str, limits: Limits, sandbox: str | None,
-              t0: float) -> ValidationResult:
-    name = validator_name()
+              t0: float, name: str) -> ValidationResult:
     long_line = _overlong_plan_line(plan_text)
     blank = _blank_input(domain, problem, name)
     if blank is not None:
