@@ -151,12 +151,14 @@ def _happening_step(steps: list[PlanStep], action: str, time: float, when: str |
 
 
 def _condition(out: str, start: int) -> str | None:
-    """The first condition VAL's repair advice names after `start`, with its sign."""
-    if "Failed duration constraint" in out[start:start + 400]:
-        return "?duration"
-    cond = _VAL_CONDITION.search(out, start)
+    """The first condition VAL's repair advice names after `start`, with its sign; a failed
+    duration constraint when the advice names no condition (VAL also prints that line beside a
+    condition when the duration itself is right)."""
+    advice_end = out.find("Failed plans", start)
+    advice = out[start:advice_end if advice_end >= 0 else len(out)]
+    cond = _VAL_CONDITION.search(advice)
     if cond is None:
-        return None
+        return "?duration" if "Failed duration constraint" in advice else None
     if cond.group("derived"):
         return cond.group("derived").lower()
     atom = cond.group("atom").lower()

@@ -161,7 +161,16 @@ def solve_result(run: RunResult, planner: str = "kairos") -> PlanResult:
                       **common)
 
 
-def validation_result(run: RunResult, validator: str = "kairos") -> ValidationResult:
+def step_at_line(plan_text: str, line: int) -> int | None:
+    """The 1-based number, in the plan's own order, of the step written on `line` (Kairos numbers
+    steps after sorting them by time; VAL's reader and the strict check count lines)."""
+    lines = plan_text.splitlines()
+    if not 1 <= line <= len(lines) or not lines[line - 1].split(";", 1)[0].strip():
+        return None
+    return sum(1 for text in lines[:line] if text.split(";", 1)[0].strip())
+
+
+def validation_result(run: RunResult, validator: str = "kairos", plan_text: str | None = None) -> ValidationResult:
     tail = run.output[-4000:]
     errs = _errors(run.output)
     codes = [d.code for d in diagnostics(run.output) if d.code]
@@ -187,6 +196,8 @@ def validation_result(run: RunResult, validator: str = "kairos") -> ValidationRe
     if step:
         result.failing_step = int(step.group("n"))
         result.failing_action = "(" + step.group("action").strip() + ")"
+        if plan_text is not None and diag.file == PLAN and diag.line:
+            result.failing_step = step_at_line(plan_text, diag.line) or result.failing_step
     if diag.code == "validate.goal_not_reached":
         result.unreached_goal = _signed_atom(diag.message) or diag.message
     elif diag.code == "validate.duration_mismatch":

@@ -45,7 +45,7 @@ class Val(BasePlanner):
         if steps >= external.VAL_MAX_STEPS:
             # VAL refuses such plans ("Bad plan description!"): Kairos judges them, and says so.
             verdict = kairos_cli.validation_result(run({"kind": "exec", "argv": kairos_cli.validate_argv()}, ()),
-                                                   "kairos")
+                                                   "kairos", plan_text)
             verdict.message = (f"{verdict.message} (judged by Kairos: VAL refuses plans of "
                                f"{external.VAL_MAX_STEPS:,}+ steps, this one has {steps:,})")
             return verdict
