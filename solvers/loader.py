@@ -62,10 +62,13 @@ def link_chain(path: str) -> list[str]:
 
 @functools.lru_cache(maxsize=32)
 def _needs(binary: str, mtime_ns: int) -> tuple[str, ...]:  # noqa: ARG001  (mtime: a rebuilt binary is asked again)
-    paths = [os.path.dirname(binary)]  # $ORIGIN libraries and the program itself
+    folder = os.path.dirname(binary)  # $ORIGIN libraries and the program itself
+    paths = [folder]
     for library in libraries(Path(binary)):
         paths += [p for p in link_chain(library) if not _under_bound_root(p) and os.path.lexists(p)]
-    return tuple(dict.fromkeys(p for p in paths if not _under_bound_root(p + "/")))
+    # A path inside a folder bound whole is seen through it (and a bind cannot be made on it).
+    return tuple(p for p in dict.fromkeys(paths) if p == folder or not p.startswith(folder + "/")
+                 if not _under_bound_root(p + "/"))
 
 
 def sandbox_binds(binary: Path) -> list[Path]:
