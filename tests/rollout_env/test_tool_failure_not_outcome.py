@@ -34,3 +34,14 @@ def test_tool_and_task_failures_are_told_apart():
     assert not any(c.is_tool_failure for c in solvers.ErrorCategory
                    if c not in solvers.TOOL_FAILURE_CATEGORIES)
     assert not solvers.ErrorCategory.PLAN_INVALID.is_tool_failure
+
+
+def test_a_tool_failure_answer_is_raised_not_recorded(monkeypatch):
+    def crashed(domain, problem, plan_text, **kwargs):  # noqa: ANN001,ANN003,ANN202,ARG001
+        return solvers.ValidationResult(solvers.ErrorCategory.SOLVER_CRASH, "val", message="VAL died on SIGSEGV")
+
+    monkeypatch.setattr(solvers, "validate", crashed)
+    state = EpisodeState(task_description="go", domain=DOMAIN, problem=PROBLEM, target_planner="fd")
+    with pytest.raises(solvers.ToolFailure) as caught:
+        asyncio.run(evaluation.evaluate(state, "(go a b)\n", False, "fd", solvers.Limits()))
+    assert caught.value.category is solvers.ErrorCategory.SOLVER_CRASH and state.error_category == ""
