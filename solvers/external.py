@@ -22,7 +22,6 @@ _STEP_LINE = re.compile(r"^\s*[0-9.]+\s*:\s*\(.*\)\s*(\[[0-9.]+\])?\s*$")
 _FILE_ERROR = re.compile(r"^(?P<file>[^\s:]+): line: (?P<line>\d+): (?:Fatal )?Error: (?P<msg>.*)$", re.M)
 FILES = {"domain.pddl": ErrorCategory.PARSE_ERROR_DOMAIN, "problem.pddl": ErrorCategory.PARSE_ERROR_PROBLEM,
          "plan.txt": ErrorCategory.PARSE_ERROR_PLAN}
-VAL_FILES = FILES  # the old name
 _TYPE_ERRORS = re.compile(r"Type Errors Encountered in (?P<which>Domain|Problem) File")
 _TYPE_DETAIL = re.compile(r"^(Type problem with .*|Object with unknown type: .*|.*incorrectly typed.*)$", re.M)
 

@@ -7,6 +7,8 @@ is declared, with the right arity and compatible types; the problem names its do
 :requirements cover what is used. Anything it does not understand it leaves to the planner
 (syntax errors, unknown requirements, unsupported features keep the planner's own category),
 so it only ever turns a would-be answer into a parse error on PDDL that is definitely wrong.
+For a validation it also checks the plan's steps (`check_plan`: action, arity, objects, types).
+When the check itself breaks it raises CheckFailed: the gate refuses, it never reads as "no error".
 """
 
 from __future__ import annotations
