@@ -370,8 +370,8 @@ def _pddl_check():  # noqa: ANN202  (the module, loaded by path: this script has
 
 def _check_budget(timeout_s: float, text_bytes: int) -> float:
     """Seconds the check may take: 80% of the call's, and less on a huge input (what comes after
-    the deadline, ending the check and answering, grows with it: 0.3 s + 0.1 s per 10 MB)."""
-    return max(0.0, min(0.8 * timeout_s, timeout_s - 0.3 - text_bytes / 100e6))
+    the deadline, ending the check and answering, grows with it: 0.3 s + 0.2 s per 10 MB kept)."""
+    return max(0.0, min(0.8 * timeout_s, timeout_s - 0.3 - text_bytes / 50e6))
 
 
 # Inputs above this size are checked in a forked child that is killed at the deadline: freeing
