@@ -8,7 +8,8 @@ changed and records a `StepRecord`. The episode is done when the decision is NoO
 the validator accepts, or when the step budget is spent; then an accepted plan is rendered in
 words by agent 12 (one more, rule-decided step) and the oracle checks the answer.
 
-Agent and solver failures are failed steps, never exceptions. Stepping an environment that was
+Agent failures and task failures of the solvers are failed steps, never exceptions; a solver
+tool failure (`solvers.ToolFailure`: the program, not the task, failed) propagates. Stepping an environment that was
 never reset, whose episode is done, or that is closed raises `EnvStateError`. `close()` may be
 called any number of times. What was recorded (`steps`, `solver_cpu_s`, `end`) stays readable
 after an exception and after `close()`.

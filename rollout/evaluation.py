@@ -1,7 +1,8 @@
 """Run the real solvers on a step's new artefacts: validate a given plan, or plan then validate.
 
-Used by the environment (rollout/env.py) after the draft and after each agent. Solver failures
-are values (an `Evaluation` with a stable error category), never exceptions.
+Used by the environment (rollout/env.py) after the draft and after each agent. Task failures
+are values (an `Evaluation` with a stable error category); a tool failure (a solver that could
+not run or crashed, the strict check breaking) is raised as `solvers.ToolFailure`.
 """
 
 from __future__ import annotations
@@ -51,13 +52,20 @@ async def evaluate(state: EpisodeState, outcome_plan: str, pddl_changed: bool, p
 
     An agent-supplied plan is validated; changed PDDL is planned and the plan validated; when
     the planner fails, the validator's diagnostics on the previous plan (parse errors, type
-    mismatches, failing steps) are kept too. Solver exceptions become solver_crash.
+    mismatches, failing steps) are kept too. An exception of the solver wrappers, or an answer in
+    a tool-failure category (solver_crash, check_failed), is the tool's failure, not the task's: it
+    is raised as solvers.ToolFailure (the episode reports it as an error of the run), never
+    recorded as the step's outcome.
     """
     try:
-        return await _evaluate_inner(state, outcome_plan, pddl_changed, planner, limits)
-    except Exception as exc:  # noqa: BLE001  (a solver wrapper bug must not end the episode)
-        return Evaluation(outcome_plan or state.plan, False, False, solvers.ErrorCategory.SOLVER_CRASH.value,
-                          "", f"solver call failed: {type(exc).__name__}: {exc}")
+        evaluation = await _evaluate_inner(state, outcome_plan, pddl_changed, planner, limits)
+    except Exception as exc:
+        raise solvers.ToolFailure(solvers.ErrorCategory.SOLVER_CRASH,
+                                  f"solver call failed: {type(exc).__name__}: {exc}") from exc
+    category = solvers.ErrorCategory(evaluation.category)
+    if category.is_tool_failure:  # the program, not the task, failed: no outcome to record
+        raise solvers.ToolFailure(category, evaluation.planner_log or evaluation.validator_errors)
+    return evaluation
 
 
 async def _evaluate_inner(state: EpisodeState, outcome_plan: str, pddl_changed: bool, planner: str,

@@ -15,6 +15,8 @@ _WHERE = {
     "shutdown": "solvers.pool",
     "ErrorCategory": "solvers.results", "PlanResult": "solvers.results", "PlanStep": "solvers.results",
     "ValidationResult": "solvers.results", "plan_to_text": "solvers.results",
+    "ToolFailure": "solvers.results", "TOOL_FAILURE_CATEGORIES": "solvers.results",
+    "check_failures": ("solvers.pddl_check", "failures"),
     "sandbox_level": "solvers.sandbox",
     "versions": "solvers.versions",
     "cache_stats": ("solvers.cache", "stats"), "configure_cache": ("solvers.cache", "configure"),

@@ -55,7 +55,7 @@ def _prctl(option: int, arg: int) -> None:
 def _read_exact(fd: int, n: int) -> bytes | None:
     chunks = []
     while n:
-        chunk = os.read(fd, n)
+        chunk = os.read(fd, min(n, 1 << 20))
         if not chunk:
             return None
         chunks.append(chunk)
@@ -71,7 +71,17 @@ def _recv(fd: int) -> tuple[dict | None, float]:
     if header is None:
         return None, arrived
     body = _read_exact(fd, struct.unpack(">Q", header)[0])
-    return (None if body is None else json.loads(body)), arrived
+    if body is None:
+        return None, arrived
+    req = json.loads(body)
+    files = {}
+    for name, size in req.pop("file_sizes", []):  # the files follow the request, raw
+        data = _read_exact(fd, int(size)) if size else b""
+        if data is None:
+            return None, arrived
+        files[name] = data
+    req.setdefault("files", {}).update(files)
+    return req, arrived
 
 
 def _send(fd: int, message: dict) -> None:
@@ -278,12 +288,17 @@ class _Capture:
         return bytes(self.head + middle + self.tail).decode("utf-8", "replace")
 
 
-def _write_files(calldir: str, files: dict[str, str]) -> None:
-    for name, b64 in files.items():
+def _raw(data: bytes | str) -> bytes:
+    """A request file's bytes: sent raw after the request, or base64 inside it."""
+    return data if isinstance(data, bytes) else base64.b64decode(data)
+
+
+def _write_files(calldir: str, files: dict[str, bytes | str]) -> None:
+    for name, data in files.items():
         if "/" in name or name in ("", ".", ".."):
             raise ValueError(f"bad file name {name!r}")
         with open(os.path.join(calldir, name), "wb") as fh:
-            fh.write(base64.b64decode(b64))
+            fh.write(_raw(data))
 
 
 def _collect(calldir: str, prefixes: list[str], cap: int) -> dict[str, str]:
@@ -336,6 +351,7 @@ def _pump(pid: int, out_r: int, capture: _Capture, deadline: float):
 
 
 _check_module = None
+_reap_after_answer: list[int] = []
 
 
 def _pddl_check():  # noqa: ANN202  (the module, loaded by path: this script has no package)
@@ -352,19 +368,73 @@ def _pddl_check():  # noqa: ANN202  (the module, loaded by path: this script has
     return _check_module
 
 
-def _static_check(req: dict, arrived: float) -> dict:
-    """The strict check of the request's domain and problem (solvers/pddl_check.py), inside the
-    sandbox: hostile PDDL is parsed here, not in the client. It may use 80% of the call's time."""
-    domain_name, problem_name = req["check"]
-    files = req.get("files", {})
-    domain, problem = (base64.b64decode(files[name]).decode("utf-8", "surrogateescape")
-                       for name in (domain_name, problem_name))
-    check = _pddl_check()
+def _check_budget(timeout_s: float, text_bytes: int) -> float:
+    """Seconds the check may take: 80% of the call's, and less on a huge input (what comes after
+    the deadline, ending the check and answering, grows with it: 0.3 s + 0.2 s per 10 MB kept)."""
+    return max(0.0, min(0.8 * timeout_s, timeout_s - 0.3 - text_bytes / 50e6))
+
+
+# Inputs above this size are checked in a forked child that is killed at the deadline: freeing
+# the half-built parse of a 50 MB problem would take seconds past the limit.
+FORK_CHECK_BYTES = 2_000_000
+
+
+def _verdict(check, texts: list[str], deadline: float) -> dict:  # noqa: ANN001  (the module)
     try:
-        error = check.check(domain, problem, arrived + 0.8 * float(req["timeout_s"]))
+        error = check.check_plan(*texts, deadline) if len(texts) == 3 else check.check(*texts, deadline)
     except check.CheckTimeout:
         return {"timed_out": True}
+    except check.CheckFailed as exc:
+        return {"failed": str(exc)}
     return {"passed": True} if error is None else {"error": error.to_dict()}
+
+
+def _forked_verdict(check, texts: list[str], deadline: float) -> dict:  # noqa: ANN001
+    """The verdict from a forked child, which is killed (not unwound) when the deadline passes."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover  (the child)
+        try:
+            os.close(read_end)
+            data = json.dumps(_verdict(check, texts, deadline)).encode()
+            while data:
+                data = data[os.write(write_end, data):]
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    chunks: list[bytes] = []
+    try:
+        while (wait := deadline + 0.05 - time.monotonic()) > 0:
+            ready, _, _ = select.select([read_end], [], [], wait)
+            if not ready:
+                continue
+            chunk = os.read(read_end, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        _reap_after_answer.append(pid)  # its memory is given back while the answer travels
+    try:
+        return json.loads(b"".join(chunks)) if chunks else {"timed_out": True}
+    except ValueError:
+        return {"timed_out": True}
+
+
+def _static_check(req: dict, arrived: float) -> dict:
+    """The strict check of the request's domain and problem (solvers/pddl_check.py), and of its
+    plan's steps when a third name is given, inside the sandbox: hostile PDDL is parsed here, not
+    in the client. A check that breaks answers "failed"."""
+    names = req["check"]
+    files = req.get("files", {})
+    texts = [_raw(files[name]).decode("utf-8", "surrogateescape") for name in names]
+    size = sum(len(text) for text in texts)
+    deadline = arrived + _check_budget(float(req["timeout_s"]), size)
+    if size > FORK_CHECK_BYTES:
+        return _forked_verdict(_pddl_check(), texts, deadline)
+    return _verdict(_pddl_check(), texts, deadline)
 
 
 def _handle(req: dict, root: str, seq: int, arrived: float) -> dict:
@@ -516,6 +586,9 @@ def main() -> None:
         if req is None:
             break
         seq += 1
+        sent_at = req.get("sent_at")
+        if isinstance(sent_at, float) and 0.0 <= arrived - sent_at < 600.0:  # one host, one monotonic clock
+            arrived = sent_at
         try:
             answer = _handle(req, root, seq, arrived)
         except Exception as exc:  # a broken request is answered, the worker stays up
@@ -525,6 +598,9 @@ def main() -> None:
         now = time.process_time()
         answer["host_cpu_s"], mark = now - mark, now
         _send(proto_out, answer)
+        while _reap_after_answer:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(_reap_after_answer.pop(), 0)
 
 
 if __name__ == "__main__":

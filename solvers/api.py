@@ -148,38 +148,52 @@ def _planner_version(name: str) -> str:
 
 
 class _CheckFailed(Exception):
-    """The strict check, run in the sandbox with the call's first request, found an error."""
+    """The strict check, run in the sandbox with the call's first request, found an error, ran
+    out of time (error None) or broke (`broke`: its message; the gate then refuses to judge)."""
 
-    def __init__(self, error: pddl_check.CheckError | None, cpu_s: float = 0.0):  # error None: out of time
+    def __init__(self, error: pddl_check.CheckError | None, cpu_s: float = 0.0, broke: str = ""):
         self.error = error
         self.cpu_s = cpu_s  # the sandboxed worker's CPU for the check
+        self.broke = broke
+
+
+_PAIR_NAMES = ("domain.pddl", "problem.pddl")
+
+
+def _read_verdict(verdict: dict, texts: tuple[str, str], cpu_s: float) -> None:
+    """Act on the worker's check verdict: remember what it says of the pair, raise _CheckFailed."""
+    if verdict.get("failed"):
+        pddl_check.note_failure(str(verdict["failed"]))
+        raise _CheckFailed(None, cpu_s, broke=str(verdict["failed"]))
+    if verdict.get("timed_out"):
+        raise _CheckFailed(None, cpu_s)
+    error = pddl_check.CheckError.from_dict(verdict["error"]) if verdict.get("error") else None
+    # A plan-step error says the pair itself passed.
+    pddl_check.remember(*texts, None if error is None or error.file == pddl_check.PLAN_FILE else error)
+    if error is not None:
+        raise _CheckFailed(error, cpu_s)
 
 
 def _runner(pool: WorkerPool, files: dict[str, str | bytes], limits: Limits, deadline: float,
-            check: tuple[str, str] | None = None) -> tuple[RunRequest, list[RunResult]]:
+            check: tuple[str, str] | None = None, plan_steps: bool = False) -> tuple[RunRequest, list[RunResult]]:
     """A planner's way into the sandbox for this call, and the runs it made (for their level).
 
-    With `check` (the pair's texts, when this process has no verdict for it yet), the strict
-    check runs in the sandboxed worker before the first request's program: hostile PDDL is
-    parsed under the sandbox, and its CPU counts as the call's solver time. The verdict is
-    remembered here, so the validation after a plan does not check the pair again."""
+    With `check` (the pair's texts), the strict check runs in the sandboxed worker before the
+    first request's program (for a validation, `plan_steps`: the plan's steps too): hostile PDDL
+    is parsed under the sandbox, and its CPU counts as the call's solver time. The verdict on the
+    pair is remembered here, so the validation after a plan does not check the pair again."""
     runs: list[RunResult] = []
     unchecked = check
 
     def run(request: dict, collect: tuple[str, ...] = ()) -> RunResult:
         nonlocal unchecked
         texts = unchecked
+        names = (*_PAIR_NAMES, "plan.txt") if plan_steps else _PAIR_NAMES
         result = pool.request(request, files=files, limits=limits, collect=collect, deadline=deadline,
-                              check=("domain.pddl", "problem.pddl") if texts else None)
+                              check=names if texts else None)
         if texts and result.static_check:  # else the worker failed before judging: ask again next time
             unchecked = None
-            verdict = result.static_check
-            if verdict.get("timed_out"):
-                raise _CheckFailed(None, result.cpu_s)
-            error = pddl_check.CheckError.from_dict(verdict["error"]) if verdict.get("error") else None
-            pddl_check.remember(*texts, error)
-            if error is not None:
-                raise _CheckFailed(error, result.cpu_s)
+            _read_verdict(result.static_check, texts, result.cpu_s)
         runs.append(result)
         return result
 
@@ -192,6 +206,8 @@ def _check_here(domain: str, problem: str, t0: float, limits: Limits) -> None:
         error = pddl_check.check(domain, problem, _check_deadline(t0, limits))
     except pddl_check.CheckTimeout:
         raise _CheckFailed(None) from None
+    except pddl_check.CheckFailed as exc:
+        raise _CheckFailed(None, broke=str(exc)) from None
     if error is not None:
         raise _CheckFailed(error)
 
@@ -199,12 +215,15 @@ def _check_here(domain: str, problem: str, t0: float, limits: Limits) -> None:
 def _checked(call: Callable[[RunRequest], R], pool: WorkerPool, files: dict[str, str | bytes], limits: Limits,
              t0: float, domain: str, problem: str, failed: Callable[[_CheckFailed], R]) -> R:
     """Run a planner or validator behind the strict check: "a plan is never valid, and no plan is
-    made, on PDDL that is not well-formed", whichever program would run."""
+    made, on PDDL that is not well-formed", whichever program would run. A validation's plan
+    steps are checked on every call (the pair's verdict may be known, the plan is new)."""
     known, error = pddl_check.recall(domain, problem)
+    plan_steps = "plan.txt" in files
     try:
         if error is not None:
             raise _CheckFailed(error)
-        run, runs = _runner(pool, files, limits, t0 + limits.timeout_s, None if known else (domain, problem))
+        check = None if known and not plan_steps else (domain, problem)
+        run, runs = _runner(pool, files, limits, t0 + limits.timeout_s, check, plan_steps)
         result = call(run)
         if not runs and not known:  # the program answered without running: its answer must not hide an error
             _check_here(domain, problem, t0, limits)
@@ -230,6 +249,9 @@ def _plan(domain: str, problem: str, name: str, search: str | None, alias: str, 
     tool: Planner = PLANNERS.get(name)
 
     def failed(exc: _CheckFailed) -> PlanResult:
+        if exc.broke:
+            return PlanResult(ErrorCategory.CHECK_FAILED, name, message=exc.broke, wall_s=time.monotonic() - t0,
+                              cpu_s=exc.cpu_s)
         if exc.error is None:
             return PlanResult(ErrorCategory.SEARCH_TIMEOUT, name, message="wall-clock limit hit in the static check",
                               wall_s=time.monotonic() - t0, cpu_s=exc.cpu_s)
@@ -242,44 +264,92 @@ def _plan(domain: str, problem: str, name: str, search: str | None, alias: str, 
 
 
 def validate(domain: str, problem: str, plan_text: str, *, limits: Limits = Limits(),
-             sandbox: str | None = None) -> ValidationResult:
-    """Check a plan (VAL when installed, else Kairos). The verdict is typed: valid; invalid with
-    the failing step and the unsatisfied precondition or the unreached goal; a parse error with
-    its file:line:col; an unsupported feature."""
+             sandbox: str | None = None, validator: str | None = None) -> ValidationResult:
+    """Check a plan (VAL when installed, else Kairos; `validator` names a registered one). The
+    verdict is typed: valid; invalid with the failing step and the unsatisfied precondition or
+    the unreached goal; a parse error with its file:line:col; an unsupported feature."""
     _check_text(domain=domain, problem=problem, plan_text=plan_text)
+    name = _validator_for(validator)
     t0 = time.monotonic()
     store = cache.current()
     if store is None:
-        return _validate(domain, problem, plan_text, limits, sandbox, t0)
-    name = validator_name()
+        return _validate(domain, problem, plan_text, limits, sandbox, t0, name)
     key = store.key("validate", name, _planner_version(name), domain, problem, plan_text)
     hit = store.get(key)
     if hit is not None:
         hit.wall_s = time.monotonic() - t0
         return hit  # type: ignore[return-value]
-    result = _validate(domain, problem, plan_text, limits, sandbox, t0)
+    result = _validate(domain, problem, plan_text, limits, sandbox, t0, name)
     store.put(key, result)
     return result
 
 
+def _validator_for(validator: str | None) -> str:
+    if validator is None:
+        return validator_name()
+    if validator not in PLANNERS or "validator" not in PLANNERS.get(validator).roles:
+        raise ValueError(f"validator must be a registered validator's name, got {validator!r}")
+    if not PLANNERS.get(validator).available():
+        raise ValueError(f"validator {validator!r} is not installed here")
+    return validator
+
+
+def _unreadable_plan(plan_text: str) -> tuple[str, str] | None:
+    """(location, message) of the first plan line that is not a plan step, None when all are."""
+    try:
+        parse_plan(plan_text)
+    except ValueError as exc:
+        number = str(exc).split(":", 1)[0].removeprefix("line ").strip()
+        line = int(number) if number.isdigit() else 1
+        raw = (plan_text.splitlines() or [""])[line - 1].split(";", 1)[0].rstrip()
+        # An unclosed step is wrong where it ends; any other line where it starts.
+        col = len(raw) + 1 if raw.count("(") > raw.count(")") else len(raw) - len(raw.lstrip()) + 1
+        return f"plan.txt:{line}:{col}", str(exc)
+    return None
+
+
+def _check_verdict(error: pddl_check.CheckError, name: str, wall_s: float, cpu_s: float) -> ValidationResult:
+    """The strict check's refusal as a verdict: a parse error with its place, or a plan step that
+    cannot apply (plan_invalid with the step, as a validator reports it)."""
+    result = ValidationResult(error.category, name, location=error.location, message=error.message,
+                              diagnostics=[error.code], output_tail=error.diagnostic, wall_s=wall_s, cpu_s=cpu_s)
+    if error.step:
+        result.failing_step, result.failing_action = error.step, error.action
+        result.unsatisfied = error.message.split(": ", 1)[-1]
+    return result
+
+
 def _validate(domain: str, problem: str, plan_text: str, limits: Limits, sandbox: str | None,
-              t0: float) -> ValidationResult:
-    name = validator_name()
+              t0: float, name: str) -> ValidationResult:
     long_line = _overlong_plan_line(plan_text)
+    blank = _blank_input(domain, problem, name)
+    if blank is not None:
+        return ValidationResult(blank.category, name, location=blank.message.split(": ", 1)[0],
+                                message=blank.message, wall_s=time.monotonic() - t0)
 
     def failed(exc: _CheckFailed) -> ValidationResult:
+        if exc.broke:
+            return ValidationResult(ErrorCategory.CHECK_FAILED, name, message=exc.broke, wall_s=time.monotonic() - t0,
+                                    cpu_s=exc.cpu_s)
         if exc.error is None:
             return ValidationResult(ErrorCategory.SEARCH_TIMEOUT, name, wall_s=time.monotonic() - t0,
                                     message="wall-clock limit hit in the static check", cpu_s=exc.cpu_s)
-        return ValidationResult(exc.error.category, name, location=exc.error.location, message=exc.error.message,
-                                diagnostics=[exc.error.code], output_tail=exc.error.diagnostic,
-                                wall_s=time.monotonic() - t0, cpu_s=exc.cpu_s)
+        return _check_verdict(exc.error, name, time.monotonic() - t0, exc.cpu_s)
 
     def call(run: RunRequest) -> ValidationResult:
         if long_line is not None:
             return ValidationResult(ErrorCategory.PARSE_ERROR_PLAN, name, location=f"plan.txt:{long_line}:1",
                                     message=f"plan line {long_line} is over {MAX_PLAN_LINE:,} characters: not a plan "
                                             "step", wall_s=time.monotonic() - t0)
+        if name == "val":  # VAL names no place in a syntax error, and crashes on a problem's
+            for file, text in (("domain.pddl", domain), ("problem.pddl", problem)):
+                error = pddl_check.unbalanced(text, file)
+                if error is not None:
+                    return _check_verdict(error, name, time.monotonic() - t0, 0.0)
+        unreadable = _unreadable_plan(plan_text) if name == "val" else None
+        if unreadable is not None:  # VAL reads such a line as no step at all (Kairos says where it cannot read)
+            return ValidationResult(ErrorCategory.PARSE_ERROR_PLAN, name, location=unreadable[0],
+                                    message=unreadable[1], wall_s=time.monotonic() - t0)
         return PLANNERS.get(name).validate(plan_text, limits=limits, run=run)
 
     files: dict[str, str | bytes] = {"domain.pddl": domain, "problem.pddl": problem, "plan.txt": plan_text}

@@ -30,8 +30,19 @@ _DIAG_RE = re.compile(
     r"(?P<message>.*?)(?:\s+\[(?P<code>[a-z0-9_]+\.[a-z0-9_]+)\])?\s*$"
 )
 _STEP_RE = re.compile(r"step (?P<n>\d+) \((?P<action>[^()]*)\)")
-_FALSE_RE = re.compile(r"precondition false: (?P<cond>.*?)(?: is (?P<value>false|true))?$")
-_GOAL_RE = re.compile(r"goal does not hold.*?: (?P<cond>.*?)(?: is false)?$")
+# The condition that failed, at the end of a validate.* message: "...: (atom) is false|true".
+_SIGNED_RE = re.compile(r": (?P<cond>\((?:[^()]|\([^()]*\))*\)) is (?P<value>false|true)$")
+# Codes whose message ends with the failing condition (a precondition at start or end, an invariant).
+_CONDITION_CODES = ("validate.precondition_failed", "validate.invariant_failed", "validate.constraint_violated")
+
+
+def _signed_atom(message: str) -> str | None:
+    """The failing condition with its sign: "(p a) is true" fails a "(not (p a))"."""
+    found = _SIGNED_RE.search(message.strip())
+    if found is None:
+        return None
+    cond = found.group("cond")
+    return cond if found.group("value") == "false" else f"(not {cond})"
 
 SOLVE_EXIT = {
     10: (ErrorCategory.UNSOLVABLE_PROVED, "Kairos proved the task unsolvable"),
@@ -150,7 +161,16 @@ def solve_result(run: RunResult, planner: str = "kairos") -> PlanResult:
                       **common)
 
 
-def validation_result(run: RunResult, validator: str = "kairos") -> ValidationResult:
+def step_at_line(plan_text: str, line: int) -> int | None:
+    """The 1-based number, in the plan's own order, of the step written on `line` (Kairos numbers
+    steps after sorting them by time; VAL's reader and the strict check count lines)."""
+    lines = plan_text.splitlines()
+    if not 1 <= line <= len(lines) or not lines[line - 1].split(";", 1)[0].strip():
+        return None
+    return sum(1 for text in lines[:line] if text.split(";", 1)[0].strip())
+
+
+def validation_result(run: RunResult, validator: str = "kairos", plan_text: str | None = None) -> ValidationResult:
     tail = run.output[-4000:]
     errs = _errors(run.output)
     codes = [d.code for d in diagnostics(run.output) if d.code]
@@ -176,17 +196,14 @@ def validation_result(run: RunResult, validator: str = "kairos") -> ValidationRe
     if step:
         result.failing_step = int(step.group("n"))
         result.failing_action = "(" + step.group("action").strip() + ")"
+        if plan_text is not None and diag.file == PLAN and diag.line:
+            result.failing_step = step_at_line(plan_text, diag.line) or result.failing_step
     if diag.code == "validate.goal_not_reached":
-        goal = _GOAL_RE.search(diag.message)
-        result.unreached_goal = goal.group("cond") if goal else diag.message
-    elif diag.code == "validate.precondition_failed":
-        cond = _FALSE_RE.search(diag.message)
-        if cond is None:
-            result.unsatisfied = diag.message
-        elif cond.group("value") == "true":  # a negative precondition: the atom holds
-            result.unsatisfied = f"(not {cond.group('cond')})"
-        else:
-            result.unsatisfied = cond.group("cond")
+        result.unreached_goal = _signed_atom(diag.message) or diag.message
+    elif diag.code == "validate.duration_mismatch":
+        result.unsatisfied = "?duration"
+    elif diag.code in _CONDITION_CODES:
+        result.unsatisfied = _signed_atom(diag.message) or diag.message.split(": ", 1)[-1]
     else:
         # Unknown action or object, wrong arity, a type mismatch: the step cannot apply.
         result.unsatisfied = diag.message.split(": ", 1)[-1]

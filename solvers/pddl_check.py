@@ -7,6 +7,8 @@ is declared, with the right arity and compatible types; the problem names its do
 :requirements cover what is used. Anything it does not understand it leaves to the planner
 (syntax errors, unknown requirements, unsupported features keep the planner's own category),
 so it only ever turns a would-be answer into a parse error on PDDL that is definitely wrong.
+For a validation it also checks the plan's steps (`check_plan`: action, arity, objects, types).
+When the check itself breaks it raises CheckFailed: the gate refuses, it never reads as "no error".
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import collections
 import copy
 import gc
+import logging
 import re
 import sys
 import threading
@@ -27,8 +30,8 @@ if TYPE_CHECKING:
 # Stdlib only at import time: the sandboxed solver worker (solvers/_worker.py) loads this file by
 # its path and runs the check there, next to the planner, under the sandbox.
 
-VERSION = "2"  # part of the result cache's key: bump when the check's verdicts change
-DOMAIN_FILE, PROBLEM_FILE = "domain.pddl", "problem.pddl"
+VERSION = "3"  # part of the result cache's key: bump when the check's verdicts change
+DOMAIN_FILE, PROBLEM_FILE, PLAN_FILE = "domain.pddl", "problem.pddl", "plan.txt"
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 # Builtin numeric functions; `total-cost` is not builtin (it must be declared under
 # :action-costs), `total-time` is the metric's makespan.
@@ -72,11 +75,15 @@ class CheckError:
     col: int
     code: str
     message: str
+    step: int = 0  # a plan step that cannot apply (file PLAN_FILE): its 1-based number
+    action: str = ""  # and the step as written, "(name arg ...)"
 
     @property
     def category(self) -> ErrorCategory:
         from solvers.results import ErrorCategory
 
+        if self.file == PLAN_FILE:
+            return ErrorCategory.PLAN_INVALID  # the step cannot apply, as a validator says of it
         return ErrorCategory.PARSE_ERROR_DOMAIN if self.file == DOMAIN_FILE else ErrorCategory.PARSE_ERROR_PROBLEM
 
     def to_dict(self) -> dict[str, object]:
@@ -84,7 +91,8 @@ class CheckError:
 
     @classmethod
     def from_dict(cls, data: dict) -> CheckError:
-        return cls(str(data["file"]), int(data["line"]), int(data["col"]), str(data["code"]), str(data["message"]))
+        return cls(str(data["file"]), int(data["line"]), int(data["col"]), str(data["code"]), str(data["message"]),
+                   int(data.get("step", 0)), str(data.get("action", "")))
 
     @property
     def location(self) -> str:
@@ -102,6 +110,60 @@ class CheckError:
 
 class CheckTimeout(Exception):
     """The deadline passed during the check (a huge domain); the call is out of time."""
+
+
+class CheckFailed(Exception):
+    """The check itself broke (a bug in it, not in the task). The gate must refuse to judge: such
+    a verdict is never cached, never read as "no error", and is counted and logged."""
+
+
+_failures = 0
+_log = logging.getLogger("halo.pddl_check")
+
+
+def failures() -> int:
+    """How many times the check has broken in this process (see CheckFailed)."""
+    return _failures
+
+
+def note_failure(message: str) -> None:
+    """Count and log one breakage of the check (here, or reported by the sandboxed worker)."""
+    global _failures
+    _failures += 1
+    _log.error("%s", message)
+
+
+def _broke(exc: BaseException, where: str) -> CheckFailed:
+    message = f"the strict check broke on the {where}: {type(exc).__name__}: {exc}"[:500]
+    if __name__ != "halo_pddl_check":  # in the worker, the client counts what it reports
+        note_failure(message)
+    return CheckFailed(message)
+
+
+def _too_deep(file: str) -> CheckError:
+    return CheckError(file, 1, 1, "parse.too_deep", "the file is nested too deeply to be a PDDL task")
+
+
+def unbalanced(text: str, file: str) -> CheckError | None:
+    """Where the parentheses of `text` stop balancing, by counting (no parse: safe on any input).
+    For VAL, which reads no location into its syntax errors and crashes on a problem's."""
+    depth, line, line_start, first_open = 0, 1, 0, (1, 1)
+    for m in re.finditer(r";[^\n]*|[()\n]", text):
+        char = m.group()
+        if char == "\n":
+            line, line_start = line + 1, m.end()
+        elif char == "(":
+            if depth == 0:
+                first_open = (line, m.start() - line_start + 1)
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                return CheckError(file, line, m.start() - line_start + 1, "parse.unexpected_token",
+                                  "unexpected ')': nothing is open here")
+    if depth > 0:
+        return CheckError(file, *first_open, "parse.unclosed", f"'(' never closed ({depth} unclosed at the end)")
+    return None
 
 
 class _Fail(Exception):
@@ -125,8 +187,11 @@ def _parse(text: str, deadline: float | None = None) -> Node:
     stack = [root]
     parent = root
     intern = sys.intern
-    opened = 0
+    tokens = 0
     for m in _LEXEME.finditer(text.lower()):
+        tokens += 1
+        if deadline is not None and not tokens & 4095 and time.monotonic() > deadline:
+            raise CheckTimeout  # every 4,096 tokens: a flat 6M-word list has no parentheses to count
         value = m.group()
         first = value[0]
         if first == ";":
@@ -138,9 +203,6 @@ def _parse(text: str, deadline: float | None = None) -> Node:
             parent.pos.append(start)
             stack.append(node)
             parent = node
-            opened += 1
-            if deadline is not None and not opened & 1023 and time.monotonic() > deadline:
-                raise CheckTimeout
         elif first == ")":
             if len(stack) == 1:
                 raise _Skip
@@ -253,6 +315,7 @@ class _Checker:
         self.used: dict[str, tuple[int, int, str]] = {}
         self.domain_name = ""
         self.in_effect = False
+        self.actions: dict[str, list[tuple[str, ...]]] = {}  # name -> parameter types, for plan steps
 
     def for_problem(self, deadline: float | None) -> _Checker:
         """A copy for one problem; the cached domain state is never changed."""
@@ -302,6 +365,8 @@ class _Checker:
         pending: list[Tok] = []
         i = 0
         while i < len(items):
+            if not i & 4095:
+                self.tick()
             item = items[i]
             if item == "-":
                 if i + 1 >= len(items):
@@ -553,7 +618,9 @@ class _Checker:
         if len(s) < 2 or not isinstance(s[1], Tok) or len(s) % 2:
             raise _Skip
         fields = {str(s[i]): s[i + 1] for i in range(2, len(s), 2)}
-        env = self.variables(fields.get(":parameters", Node()), s)
+        params = self.signature(fields.get(":parameters", Node()), s)
+        self.actions[str(s[1])] = [kind for _, kind in params]
+        env = dict(params)
         if durative:
             env["?duration"] = ("number",)
             if ":duration" in fields:
@@ -658,8 +725,12 @@ def _domain_state(domain: str, deadline: float | None) -> _Checker | CheckError 
         state = exc.error
     except CheckTimeout:
         raise
-    except Exception:  # _Skip, RecursionError, or a bug here: never break a call, the planner judges
+    except _Skip:  # beyond this check: the planner judges
         state = None
+    except RecursionError:
+        state = _too_deep(DOMAIN_FILE)
+    except Exception as exc:  # a bug here: refuse to judge, remember nothing
+        raise _broke(exc, "domain") from exc
     checker.deadline = None
     with _DOMAINS_LOCK:
         _DOMAINS[domain] = state
@@ -670,7 +741,8 @@ def _domain_state(domain: str, deadline: float | None) -> _Checker | CheckError 
 
 def check(domain: str, problem: str, deadline: float | None = None) -> CheckError | None:
     """The first definite error of the pair, or None (well-formed, or beyond this check).
-    Raises CheckTimeout when time.monotonic() passes `deadline` (a timeout is not remembered)."""
+    Raises CheckTimeout when time.monotonic() passes `deadline` (a timeout is not remembered) and
+    CheckFailed when the check itself breaks (not remembered either)."""
     known, verdict = recall(domain, problem)
     if known:
         return verdict
@@ -715,11 +787,99 @@ def _check_pair(domain: str, problem: str, deadline: float | None) -> CheckError
         checker.requirements_cover()
     except _Fail as exc:
         return exc.error
-    except CheckTimeout:
+    except (CheckTimeout, CheckFailed):
         raise
-    except Exception:
+    except _Skip:
         return None
+    except RecursionError:
+        return _too_deep(PROBLEM_FILE)
+    except Exception as exc:  # a bug here: refuse to judge, remember nothing
+        raise _broke(exc, "problem") from exc
     finally:
         if gc_was_on:
             gc.enable()
     return None
+
+
+# ------------------------------------------------------------------ plan steps
+
+_PLAN_STEP = re.compile(r"^\s*(?:[-+]?[0-9.]+(?:[eE][-+]?\d+)?\s*:\s*)?\(\s*(?P<body>[^()]*?)\s*\)")
+# The checked problem of recent pairs (its objects), for the steps of the plans validated on it.
+_PROBLEMS: collections.OrderedDict[tuple[str, str], _Checker] = collections.OrderedDict()
+_PROBLEM_CACHE_SIZE = 64
+
+
+def _problem_state(domain: str, problem: str, deadline: float | None) -> _Checker | None:
+    with _DOMAINS_LOCK:
+        found = _PROBLEMS.get((domain, problem))
+    if found is not None:
+        return found
+    state = _domain_state(domain, deadline)
+    if not isinstance(state, _Checker):
+        return None
+    checker = state.for_problem(deadline)
+    checker.text = problem
+    try:
+        checker.problem(_parse(problem, deadline))
+    except (_Skip, _Fail, RecursionError):
+        return None
+    checker.deadline = None
+    with _DOMAINS_LOCK:
+        _PROBLEMS[(domain, problem)] = checker
+        while len(_PROBLEMS) > _PROBLEM_CACHE_SIZE:
+            _PROBLEMS.popitem(last=False)
+    return checker
+
+
+def _step_error(checker: _Checker, name: str, args: list[str]) -> tuple[str, str] | None:
+    """(code, what is wrong) with one plan step, in the words Kairos' validator uses."""
+    if name not in checker.actions:
+        return "validate.unknown_action", f"the domain has no action '{name}'"
+    kinds = checker.actions[name]
+    if len(args) != len(kinds):
+        return "validate.wrong_arity", f"'{name}' takes {len(kinds)} argument(s), {len(args)} given"
+    for arg, want in zip(args, kinds, strict=True):
+        have = checker.constants.get(arg) or checker.objects.get(arg)
+        if have is None:
+            return "validate.unknown_object", f"unknown object '{arg}'"
+        if checker.typing and not checker.types.subtype(have, want):
+            return "validate.type_mismatch", (f"argument '{arg}' of '{name}' is of type {'/'.join(have)}, "
+                                          f"not {'/'.join(want)}")
+    return None
+
+
+def _plan_steps(checker: _Checker, plan_text: str, deadline: float | None) -> CheckError | None:
+    number = 0
+    for line_number, raw in enumerate(plan_text.splitlines(), 1):
+        if not line_number & 1023 and deadline is not None and time.monotonic() > deadline:
+            raise CheckTimeout
+        line = raw.split(";", 1)[0]
+        if not line.strip():
+            continue
+        m = _PLAN_STEP.match(line)
+        if m is None or not m.group("body"):
+            return None  # not a step: the validator says where the plan cannot be read
+        number += 1
+        name, *args = m.group("body").lower().split()
+        wrong = _step_error(checker, name, args)
+        if wrong is not None:
+            action = "(" + " ".join((name, *args)) + ")"
+            return CheckError(PLAN_FILE, line_number, m.start("body"), wrong[0],
+                              f"step {number} {action}: {wrong[1]}", number, action)
+    return None
+
+
+def check_plan(domain: str, problem: str, plan_text: str, deadline: float | None = None) -> CheckError | None:
+    """The pair's first definite error, else the first plan step that cannot apply whatever the
+    state: an action the domain lacks, a wrong number of arguments, an undeclared object, an
+    argument of the wrong type (a file PLAN_FILE error; the validator then need not run)."""
+    verdict = check(domain, problem, deadline)
+    if verdict is not None:
+        return verdict
+    try:
+        checker = _problem_state(domain, problem, deadline)
+        return None if checker is None else _plan_steps(checker, plan_text, deadline)
+    except (CheckTimeout, CheckFailed):
+        raise
+    except Exception as exc:  # a bug here: refuse to judge
+        raise _broke(exc, "plan") from exc

@@ -60,7 +60,10 @@ def _ro_paths() -> list[str]:
     for planner in planners():
         for found in planner.ro_paths():
             if not str(found).startswith("/usr/"):
-                paths.append(str(Path(found).resolve()))
+                # Only the folders are resolved: a symlink a loader passes through (Debian's
+                # /etc/alternatives) is bound at its own path (bwrap binds what it points to).
+                found = Path(found)
+                paths.append(os.path.join(os.path.realpath(found.parent), found.name))
     return list(dict.fromkeys(paths))
 
 
@@ -126,7 +129,7 @@ class Worker:
         size = struct.unpack(">Q", self._read_exact(8, deadline))[0]
         return json.loads(self._read_exact(size, deadline))
 
-    def call(self, request: dict, answer_deadline: float) -> dict:
+    def call(self, request: dict, answer_deadline: float, blobs: tuple[bytes, ...] = ()) -> dict:
         # A worker that died while idle shows as a finished process or an end of file on its
         # output (an idle worker writes nothing): the call never ran, so it may be retried. This
         # costs a poll; an acknowledgement from the worker per call cost a round trip of context
@@ -136,6 +139,8 @@ class Worker:
         body = json.dumps(request).encode()
         try:
             self.proc.stdin.write(struct.pack(">Q", len(body)) + body)
+            for blob in blobs:  # the files, raw, after the request that gives their sizes
+                self.proc.stdin.write(blob)
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError) as exc:
             raise WorkerGone(f"worker gone: {exc}") from None
@@ -271,17 +276,19 @@ class WorkerPool:
 
     def request(self, request: dict, *, files: dict[str, str | bytes], limits: Limits,
                 collect: tuple[str, ...] = (), deadline: float | None = None,
-                check: tuple[str, str] | None = None) -> RunResult:
+                check: tuple[str, ...] | None = None) -> RunResult:
         """Run one request. `deadline` (time.monotonic()) bounds the whole call, the staging of
         the files included; without it the call gets limits.timeout_s from when it is sent.
-        `check`: the domain and problem file names, to run the strict check on before the program
+        `check`: the domain and problem (and plan) file names, to run the strict check on before the program
         (a failed check answers without running it)."""
         confine = self.level != "none"
         payload = dict(request)
+        raw = {name: data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape")
+               for name, data in files.items()}
         payload.update(
-            files={name: base64.b64encode(data if isinstance(data, bytes) else
-                                          data.encode("utf-8", "surrogateescape")).decode()
-                   for name, data in files.items()},
+            # Sizes here, contents raw after the request: a 50 MB problem is neither base64- nor
+            # JSON-encoded (that took seconds of a call's limit).
+            file_sizes=[[name, len(data)] for name, data in raw.items()],
             timeout_s=limits.timeout_s,
             output_bytes=limits.output_bytes,
             collect=list(collect),
@@ -304,8 +311,11 @@ class WorkerPool:
                 return RunResult(None, level=self.level, timed_out=True,
                                  error="wall-clock limit hit before the call started")
             payload["timeout_s"] = remaining
+            # The worker's clock for the call starts here, not when the request's first byte
+            # arrives: encoding and sending a huge request count against the limit too.
+            payload["sent_at"] = sent_at
             try:
-                answer = worker.call(payload, sent_at + remaining + ANSWER_GRACE_S)
+                answer = worker.call(payload, sent_at + remaining + ANSWER_GRACE_S, tuple(raw.values()))
             except WorkerError as exc:
                 self._release(worker, broken=True)
                 # A worker that died while idle is replaced once; a call that broke its worker,

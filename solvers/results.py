@@ -23,15 +23,51 @@ class ErrorCategory(StrEnum):
     SOLVER_CRASH = "solver_crash"
     PLAN_INVALID = "plan_invalid"
     INPUT_ERROR = "input_error"
+    # The strict check itself failed (a bug in it, not in the task): the gate refused to judge.
+    CHECK_FAILED = "check_failed"
 
     @property
     def is_parse_error(self) -> bool:
         return self in PARSE_ERRORS
 
+    @property
+    def is_tool_failure(self) -> bool:
+        """The tool, not the task, failed: a program that could not start or died, an output no
+        reader understands, the strict check's own failure. Such an answer says nothing about the
+        task and must never be recorded as the task's outcome (see TOOL_FAILURE_CATEGORIES)."""
+        return self in TOOL_FAILURE_CATEGORIES
+
 
 PARSE_ERRORS = frozenset(
     {ErrorCategory.PARSE_ERROR_DOMAIN, ErrorCategory.PARSE_ERROR_PROBLEM, ErrorCategory.PARSE_ERROR_PLAN}
 )
+
+
+# Tool failures vs task failures: every other category is an answer about the task (its PDDL
+# does not parse, it has no plan in the limits, the plan is invalid ...).
+TOOL_FAILURE_CATEGORIES = frozenset({ErrorCategory.SOLVER_CRASH, ErrorCategory.CHECK_FAILED})
+
+
+class ToolFailure(RuntimeError):
+    """A planner, validator or the code around them failed, not the task: raised where a caller
+    would otherwise have to record the failure as the task's outcome."""
+
+    def __init__(self, category: ErrorCategory, message: str) -> None:
+        super().__init__(f"{category.value}: {message}")
+        self.category = category
+        self.message = message
+
+
+def format_number(value: float, places: int) -> str:
+    """`value` with `places` decimals when that is exact, else every digit it has (never an
+    exponent: VAL cannot read one, and a rounded duration is another plan)."""
+    short = f"{value:.{places}f}" if places else f"{value:g}"
+    if float(short) == value and "e" not in short:
+        return short
+    text = repr(float(value))
+    if "e" in text or "E" in text:
+        text = f"{value:.20f}".rstrip("0").rstrip(".")
+    return text
 
 
 @dataclass(frozen=True)
@@ -47,8 +83,8 @@ class PlanStep:
         body = "(" + " ".join((self.name, *self.args)) + ")"
         if self.start is None:
             return body
-        dur = f" [{self.duration:g}]" if self.duration is not None else ""
-        return f"{self.start:.3f}: {body}{dur}"
+        dur = f" [{format_number(self.duration, 0)}]" if self.duration is not None else ""
+        return f"{format_number(self.start, 3)}: {body}{dur}"
 
 
 def plan_to_text(steps: list[PlanStep] | tuple[PlanStep, ...]) -> str:

@@ -48,7 +48,8 @@ class Kairos(BasePlanner):
     def validate(self, plan_text: str, *, limits: Limits, run: RunRequest) -> ValidationResult:
         from solvers import kairos_cli
 
-        return kairos_cli.validation_result(run({"kind": "exec", "argv": kairos_cli.validate_argv()}, ()), self.name)
+        return kairos_cli.validation_result(run({"kind": "exec", "argv": kairos_cli.validate_argv()}, ()), self.name,
+                                            plan_text)
 
 
 PLANNER = Kairos()

@@ -31,8 +31,10 @@ class Popf(BasePlanner):
         return f" {locate.popf_binary()}"
 
     def ro_paths(self) -> list[Path]:
+        from solvers import loader
+
         found = locate.popf_binary()
-        return [found] if found is not None else []
+        return [found, *loader.sandbox_binds(found)] if found is not None else []
 
     def plan(self, domain: str, problem: str, *, alias: str, search: str | None, limits: Limits,
              run: RunRequest) -> PlanResult:

@@ -160,7 +160,7 @@ def test_the_check_runs_in_the_sandbox_with_the_same_verdict(monkeypatch, name, 
     assert solvers.plan(domain, problem).category is expected.category  # from the remembered verdict
 
 
-def test_a_pair_is_checked_once_per_process(monkeypatch):
+def test_a_pair_is_checked_once_per_process_and_each_plan_s_steps_on_every_validation(monkeypatch):
     from solvers.pool import WorkerPool
 
     asked: list[object] = []
@@ -175,7 +175,10 @@ def test_a_pair_is_checked_once_per_process(monkeypatch):
     assert pddl_check.recall(DOMAIN, problem) == (False, None)
     assert solvers.plan(DOMAIN, problem).ok
     assert solvers.validate(DOMAIN, problem, PLAN).valid
-    assert asked[0] == ("domain.pddl", "problem.pddl") and not any(asked[1:]), asked
+    assert solvers.plan(DOMAIN, problem).ok
+    # The plan call asks for the pair's check once; a validation asks for its plan's steps (the
+    # worker recalls the pair's verdict), and a second plan call asks for nothing.
+    assert asked == [("domain.pddl", "problem.pddl"), ("domain.pddl", "problem.pddl", "plan.txt"), None], asked
     assert pddl_check.recall(DOMAIN, problem) == (True, None)
 
 
