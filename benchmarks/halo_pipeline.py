@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-ablations", action="store_true")
     ap.add_argument("--no-cross-domain", action="store_true")
     ap.add_argument("--out", default="", help="output directory (default: a temporary one)")
+    ap.add_argument("--json", action="store_true", help="also print every figure and verdict as one JSON document")
     args = ap.parse_args(argv)
 
     out = args.out or tempfile.mkdtemp(prefix="halo-pipeline-")
@@ -73,7 +74,14 @@ def main(argv: list[str] | None = None) -> int:
           "not real-LLM results.")
     print(format_report(result))
     print(f"\nwall time {time.perf_counter() - t0:.0f} s; stage seconds {result.seconds}; artifacts in {out}")
-    return 0 if all(ok for _, ok, _ in result.targets) else 1
+    if args.json:
+        print(result.to_json())
+    return exit_code(result.targets)
+
+
+def exit_code(targets: list[tuple[str, bool, str]]) -> int:
+    """0 only when there are targets and every one held."""
+    return 0 if targets and all(ok for _, ok, _ in targets) else 1
 
 
 if __name__ == "__main__":
