@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-ablations", action="store_true")
     ap.add_argument("--no-cross-domain", action="store_true")
     ap.add_argument("--out", default="", help="output directory (default: a temporary one)")
+    ap.add_argument("--llm", default="sim", help="the simulated world: sim or sim:world=FILE (a world file)")
     ap.add_argument("--json", action="store_true", help="also print every figure and verdict as one JSON document")
     args = ap.parse_args(argv)
 
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         cross_domain_seeds=args.cross_domain_seeds, progress_only=args.progress_only,
         hardware_usd_per_hour=args.usd_per_hour,
         concurrency=args.concurrency, ablations=not args.no_ablations, cross_domain=not args.no_cross_domain,
-        llm_policy=args.llm_policy, llm_steps=args.llm_steps, llm_eval_tasks=args.llm_eval_tasks)
+        llm_policy=args.llm_policy, llm_steps=args.llm_steps, llm_eval_tasks=args.llm_eval_tasks, llm=args.llm)
     t0 = time.perf_counter()
     try:
         result = run_pipeline(cfg, log=lambda msg: print(msg, flush=True))

@@ -90,6 +90,7 @@ class PipelineConfig:
     llm_max_length: int = 512
     llm_eval_tasks: int = 0  # 0: all held-out tasks; the LLM policy's episodes are slow on CPU
     seed: int = 0
+    llm: str = "sim"  # the simulated world every episode runs in ("sim:world=FILE": another world file)
 
     def check(self) -> None:
         if self.train_seeds < 1 or self.eval_seeds < 1 or self.cross_domain_seeds < 1:
@@ -98,6 +99,15 @@ class PipelineConfig:
             raise PipelineError(f"held_out_fraction must be in (0, 1), got {self.held_out_fraction}")
         if self.hardware_usd_per_hour < 0:
             raise PipelineError("hardware_usd_per_hour must be >= 0")
+        from rollout.sim.spec import SimSpecError, absolute_world_spec, is_sim_spec, sim_config_for
+
+        if not is_sim_spec(self.llm):
+            raise PipelineError(f"llm: the pipeline runs in the simulated world (sim[:world=FILE]), got {self.llm!r}")
+        self.llm = absolute_world_spec(self.llm)
+        try:
+            sim_config_for(self.llm)
+        except SimSpecError as exc:
+            raise PipelineError(str(exc)) from None
 
 
 @dataclass
@@ -151,11 +161,15 @@ def _inner(policy: Policy) -> Policy:
     return getattr(policy, "inner", policy)
 
 
-def run_policy(tasks: list[Task], spec: str, seeds: list[int], run_id: str, concurrency: int) -> RunResult:
-    """Episodes of one policy spec over tasks x seeds in one event loop, with its LLM ledger."""
+def run_policy(tasks: list[Task], spec: str, seeds: list[int], run_id: str, concurrency: int,
+               llm: str = "sim") -> RunResult:
+    """Episodes of one policy spec over tasks x seeds in one event loop, with its LLM ledger; `llm`
+    is the sim spec of the world they run in ("sim", "sim:world=FILE")."""
     from rollout.episode import EpisodeConfig, run_episode
     from rollout.policies import make_policy
+    from rollout.sim.spec import sim_config_for
 
+    sim = sim_config_for(llm)
     policy = make_policy(spec, seed=seeds[0])
 
     async def go() -> list[EpisodeRecord]:
@@ -163,7 +177,7 @@ def run_policy(tasks: list[Task], spec: str, seeds: list[int], run_id: str, conc
 
         async def one(task: Task, seed: int) -> EpisodeRecord:
             async with sem:
-                return await run_episode(task, policy, EpisodeConfig(seed=seed, run_id=run_id))
+                return await run_episode(task, policy, EpisodeConfig(seed=seed, run_id=run_id, sim=sim))
 
         return list(await asyncio.gather(*[one(t, s) for t in tasks for s in seeds]))
 
@@ -322,7 +336,7 @@ def _evaluate(result: PipelineResult, families: list[str], tasks: list[Task], la
         fam_tasks = [t for t in tasks if t.family == fam]
         if not fam_tasks:
             continue
-        runs[fam] = run_policy(fam_tasks, spec, seeds, f"pipeline-eval-{label}", cfg.concurrency)
+        runs[fam] = run_policy(fam_tasks, spec, seeds, f"pipeline-eval-{label}", cfg.concurrency, cfg.llm)
         rows.append(summarize_run(fam, label, runs[fam], cfg.hardware_usd_per_hour))
     if len(runs) > 1:
         merged = RunResult([r for run in runs.values() for r in run.records], None)
@@ -341,6 +355,10 @@ def run_pipeline(cfg: PipelineConfig, log=print) -> PipelineResult:  # noqa: C90
     out = Path(cfg.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     result = PipelineResult(config=asdict(cfg))
+    from rollout.sim.spec import sim_config_for
+
+    sim = sim_config_for(cfg.llm)
+    result.stages["simulated world"] = {"name": sim.world_name, "hash": sim.world_hash, "spec": cfg.llm}
     tasks = [t for t in load_tasks(cfg.tasks) if t.gold_domain and t.gold_problem]
     if not tasks:
         raise PipelineError(f"no task with gold PDDL in {cfg.tasks!r}")
@@ -359,7 +377,7 @@ def run_pipeline(cfg: PipelineConfig, log=print) -> PipelineResult:  # noqa: C90
 
     log(f"[1/6] teacher rollouts: {len(train_tasks)} tasks x {len(train_seeds)} seeds with {cfg.teacher}")
     t0 = time.perf_counter()
-    teacher_run = run_policy(train_tasks, cfg.teacher, train_seeds, "pipeline-teacher", cfg.concurrency)
+    teacher_run = run_policy(train_tasks, cfg.teacher, train_seeds, "pipeline-teacher", cfg.concurrency, cfg.llm)
     episodes = teacher_run.records
     result.seconds["teacher rollouts"] = round(time.perf_counter() - t0, 1)
     from rollout.store import TrajectoryStore
@@ -475,9 +493,9 @@ def _cross_domain(episodes: list[EpisodeRecord], tasks: list[Task], eval_tasks: 
         ood = [t for t in tasks if t.family == fam and domain_key(t) in held]
         if not ind or not ood:
             continue
-        teacher_ood = run_policy(ood, cfg.teacher, seeds, "pipeline-xdomain-teacher", cfg.concurrency).records
-        a = run_policy(ind, spec, seeds, "pipeline-xdomain-in", cfg.concurrency).records
-        b = run_policy(ood, spec, seeds, "pipeline-xdomain-out", cfg.concurrency).records
+        teacher_ood = run_policy(ood, cfg.teacher, seeds, "pipeline-xdomain-teacher", cfg.concurrency, cfg.llm).records
+        a = run_policy(ind, spec, seeds, "pipeline-xdomain-in", cfg.concurrency, cfg.llm).records
+        b = run_policy(ood, spec, seeds, "pipeline-xdomain-out", cfg.concurrency, cfg.llm).records
         rows.append({"family": fam, "held-out domains": ", ".join(sorted({t.domain_name for t in ood})),
                      "in-distribution episodes": len(a), "in-distribution oracle": _oracle(a),
                      "held-out-domain episodes": len(b), "held-out-domain oracle": _oracle(b),
@@ -604,7 +622,9 @@ def format_cross_domain(rows: list[dict]) -> str:
 
 
 def format_report(result: PipelineResult) -> str:
-    parts = ["## Comparison on held-out tasks (SIMULATED, llm_backend=sim; published rows are real-LLM figures "
+    world = result.stages.get("simulated world") or {}
+    parts = ["## Comparison on held-out tasks (SIMULATED, llm_backend=sim, world "
+             f"{world.get('name', '?')} {world.get('hash', '?')}; published rows are real-LLM figures "
              "from the paper, not comparable run for run)", "", format_table(result.comparison)]
     if result.ablations:
         parts += ["", "## Ablations (fast policy, held-out tasks, SIMULATED)", "", format_table(result.ablations)]
