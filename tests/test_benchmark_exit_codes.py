@@ -76,3 +76,42 @@ def test_pipeline_benchmark_exit_code() -> None:
     assert pipeline.exit_code([("a", True, "")]) == 0
     assert pipeline.exit_code([("a", True, ""), ("b", False, "")]) == 1
     assert pipeline.exit_code([]) == 1
+
+
+def _world(name: str, calls_ok: bool, success_ok: bool) -> dict:
+    pipeline = _load("halo_pipeline")
+    names = pipeline.FAMILY_TARGETS
+    return {"world": name, "hash": "0" * 16, "fast oracle": 0.8, "teacher oracle": 0.76, "paired difference": 4.0,
+            "paired se": 2.0, "episodes": 234, "calls ratio": 0.44,
+            "targets": {names[0]: success_ok, names[1]: calls_ok}, "all pipeline targets": {}}
+
+
+def test_family_shares_follow_the_worlds() -> None:
+    pipeline = _load("halo_pipeline")
+    rows = [_world(f"w{i}", True, i != 3) for i in range(10)]
+    shares = pipeline.family_shares(rows)
+    success, calls = (shares[n] for n in pipeline.FAMILY_TARGETS)
+    assert success["held"] == 9 and success["passed"] and calls["held"] == 10
+    assert 0.5 < success["low"] < 0.9 < success["high"] <= 1.0
+    assert pipeline.exit_code([(n, s["passed"], "") for n, s in shares.items()]) == 0
+    rows = [_world(f"w{i}", i < 7, True) for i in range(10)]  # 7 of 10 worlds: below 8 of 10
+    shares = pipeline.family_shares(rows)
+    assert not shares[pipeline.FAMILY_TARGETS[1]]["passed"]
+    assert pipeline.exit_code([(n, s["passed"], "") for n, s in shares.items()]) == 1
+    assert not any(s["passed"] for s in pipeline.family_shares([]).values())
+    table = pipeline.format_family(rows)
+    assert table.count("\n") == 11 and "| NO |" in table
+
+
+def test_gate_benchmark_targets() -> None:
+    gate = _load("gate")
+    from train.targets import all_passed, judge
+
+    def fig(promoted: int, difference: float) -> dict:
+        return {"promoted_share": promoted / 40, "difference": difference, "se": 1.0, "episodes": 624}
+
+    good = {"equal": fig(1, 0.3), "worse": fig(0, -5.0), "better": fig(35, 8.0)}
+    assert all_passed(judge(gate.targets(good), good))
+    for label, bad in (("equal", fig(3, 0.0)), ("worse", fig(3, -5.0)), ("better", fig(31, 8.0)),
+                       ("better", fig(40, 5.5)), ("worse", fig(0, -2.5))):
+        assert not all_passed(judge(gate.targets({**good, label: bad}), {**good, label: bad})), (label, bad)

@@ -169,6 +169,29 @@ def judge(targets: Sequence[Target], table: Table) -> list[Verdict]:
     return out
 
 
+def _binomial_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p)."""
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
+
+
+def _increasing_root(f, target: float) -> float:  # noqa: ANN001  (f increasing on [0, 1])
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) < target else (lo, mid)
+    return (lo + hi) / 2
+
+
+def binomial_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) two-sided interval of a share k of n; (0, 1) when n is 0."""
+    if n <= 0:
+        return 0.0, 1.0
+    a = (1 - confidence) / 2
+    low = 0.0 if k == 0 else _increasing_root(lambda p: _binomial_tail(k, n, p), a)
+    high = 1.0 if k == n else _increasing_root(lambda p: _binomial_tail(k + 1, n, p), 1 - a)
+    return low, high
+
+
 def all_passed(verdicts: Sequence[Verdict]) -> bool:
     return bool(verdicts) and all(v.passed for v in verdicts)
 
@@ -192,4 +215,4 @@ def print_verdicts(verdicts: Sequence[Verdict], *, figures: Mapping[str, object]
 
 
 __all__ = ["AtLeast", "AtMost", "DifferenceBound", "RatioAtMost", "Table", "Target", "TargetError", "Verdict",
-           "all_passed", "format_verdicts", "judge", "number", "print_verdicts"]
+           "all_passed", "binomial_interval", "format_verdicts", "judge", "number", "print_verdicts"]

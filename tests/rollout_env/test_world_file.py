@@ -204,3 +204,26 @@ def test_rollout_job_records_the_world_hash(tmp_path: Path) -> None:
     shown = subprocess.run([HALO, "runs", "show", "w", "--store", str(store_dir)], capture_output=True, text=True,
                            timeout=120)
     assert expected in shown.stdout, shown.stdout + shown.stderr
+
+
+def test_a_family_of_worlds_is_reproducible_and_inside_its_ranges() -> None:
+    from rollout.sim.world_family import draw_worlds, right_agent, to_yaml
+
+    base = default_world()
+    worlds = draw_worlds(4, seed=1)
+    assert [w.hash for w in worlds] == [w.hash for w in draw_worlds(4, seed=1)]
+    assert len({w.hash for w in worlds} | {base.hash}) == 5
+    assert draw_worlds(1, seed=2)[0].hash != worlds[0].hash
+    for w in worlds:
+        assert parse_world(yaml.safe_load(to_yaml(w))).hash == w.hash  # written and read back unchanged
+        for key in ("repair_prob", "secondary_repair_prob", "dynamic_repair_prob"):
+            assert abs(w.sim[key] - base.sim[key]) <= 0.15 + 1e-9
+        for k, weight in w.sim["class_weights"].items():
+            assert 0.5 - 1e-6 <= weight / base.sim["class_weights"][k] <= 2 + 1e-6
+        for name, teacher in w.teachers.items():
+            for cls, p in teacher["accuracy"].items():
+                assert abs(p - base.teachers[name]["accuracy"][cls]) <= 0.15 + 1e-9
+            assert all(agent != right_agent(cls) for cls, agent in teacher["confusion"].items())
+        assert w.sim["latency_median_ms"] == base.sim["latency_median_ms"]  # outside the ranges: unchanged
+    with pytest.raises(ValueError, match="at least 1"):
+        draw_worlds(0, seed=1)
