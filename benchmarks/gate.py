@@ -62,10 +62,12 @@ class DecisionNoise(Policy):
 
 
 def train_served_model(out: Path, tasks: list, seeds: int, log) -> Path:  # noqa: ANN001
-    """The fast policy from the simulated prompted teacher's episodes (validator filter)."""
+    """The fast policy from the simulated prompted teacher's episodes, built as the pipeline's main
+    policy is (validator filter, idle steps dropped, one verified augmentation)."""
     from rollout.episode import EpisodeConfig, run_episodes
     from rollout.policies import make_policy
-    from train.fast_policy import train_fast_policy
+    from train.dataset import BuildConfig, build_examples, write_dataset
+    from train.fast_policy import train_fast_policy_dir
 
     policy = make_policy("rules+teacher:model=sim", seed=0)
     records = []
@@ -74,8 +76,11 @@ def train_served_model(out: Path, tasks: list, seeds: int, log) -> Path:  # noqa
                                             concurrency=16))
     policy.close()
     log(f"  teacher: {len(records)} episodes, {sum(r.success_validator for r in records)} validator-accepted")
-    train_fast_policy(records, out, check="validator", name="served")
-    return out
+    build = BuildConfig(check="validator", augment_copies=1, verify_augment=True, drop_idle=True)
+    examples, stages = build_examples(records, build)
+    write_dataset(examples, stages, out / "data", config=build, sources=["gate-teacher"])
+    train_fast_policy_dir(out / "data", out / "model", name="served")
+    return out / "model"
 
 
 def run_pool(model_dir: Path, noise: float, noise_seed: int, tasks: list, seeds: list[int]) -> dict:
@@ -84,7 +89,8 @@ def run_pool(model_dir: Path, noise: float, noise_seed: int, tasks: list, seeds:
     from rollout.rules import RulesFirst
     from train.policies import load_policy
 
-    policy = RulesFirst(DecisionNoise(load_policy(model_dir, rules_first=False), noise, noise_seed))
+    # the noise is on every decision, the rules layer's too: the served policy as a whole samples
+    policy = DecisionNoise(RulesFirst(load_policy(model_dir, rules_first=False)), noise, noise_seed)
     records = []
     try:
         for seed in seeds:
