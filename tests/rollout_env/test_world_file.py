@@ -227,3 +227,13 @@ def test_a_family_of_worlds_is_reproducible_and_inside_its_ranges() -> None:
         assert w.sim["latency_median_ms"] == base.sim["latency_median_ms"]  # outside the ranges: unchanged
     with pytest.raises(ValueError, match="at least 1"):
         draw_worlds(0, seed=1)
+
+
+def test_halo_sim_world_writes_a_family(tmp_path: Path) -> None:
+    from rollout.sim.world_family import draw_worlds
+
+    result = runner.invoke(app, ["sim", "world", "--worlds", "2", "--world-seed", "3", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    for world in draw_worlds(2, seed=3):
+        assert load_world(tmp_path / f"{world.name}.yaml").hash == world.hash and world.hash in result.output
+    assert runner.invoke(app, ["sim", "world", "--worlds", "2"]).exit_code == 2
