@@ -189,6 +189,8 @@ class SimTeacherChat(CallLedger):
                                       f"{self.profile.name!r} (it has: {', '.join(sorted(config.teachers))})")
             profile = replace(TeacherProfile.from_world(self.profile.name, params), **self.overrides).check()
             hit = (config, profile, _price_table(config.teacher_prices))
+            if len(self._by_world) >= 64:  # configs made per episode: keep the cache small
+                self._by_world.clear()
             self._by_world[id(config)] = hit
         return hit[1], hit[2]
 
