@@ -589,7 +589,8 @@ def pipeline_targets(result: PipelineResult) -> list:
                                        f"{prefix}/{label}", -5.0, direction="below", min_episodes=n))
     if result.config.get("ablations"):
         out.append(DifferenceBound("verifier filter: validator-filtered above unfiltered (lower 95% bound of the "
-                                   "paired difference >= 0)", "ablation/unfiltered", 0.0, min_episodes=n))
+                                   "paired difference > 0)", "ablation/unfiltered", 0.0, min_episodes=n,
+                                   strict=True))
     if result.config.get("cross_domain"):
         for family in sorted({d.split("/")[0] for d in result.config.get("holdout_domains", ())}):
             bound = 5.0 if family == "planbench" else 8.0

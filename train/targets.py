@@ -123,8 +123,9 @@ class DifferenceBound:
     SE where both sides ran the same episodes, the two-sample SE where they could not.
 
     direction "above": the lower one-sided bound, difference - z x se, must be >= margin
-    (better than, or not below by more than -margin); "below": the upper bound,
-    difference + z x se, must be <= margin (clearly worse by at least -margin).
+    (not below by more than -margin); "below": the upper bound, difference + z x se, must be
+    <= margin (clearly worse by at least -margin). strict: > / < instead, for "better than"
+    claims, so a tie (a difference of 0 with no spread) does not pass.
     """
 
     name: str
@@ -133,6 +134,7 @@ class DifferenceBound:
     direction: str = "above"
     min_episodes: int = 30
     z: float = Z_ONE_SIDED_95
+    strict: bool = False
 
     def check(self, table: Table) -> Verdict:
         if self.direction not in ("above", "below"):
@@ -144,10 +146,10 @@ class DifferenceBound:
         n = number(table, self.row, "episodes")
         if self.direction == "above":
             bound = diff - self.z * se
-            ok, rel = bound >= self.margin, ">="
+            ok, rel = (bound > self.margin, ">") if self.strict else (bound >= self.margin, ">=")
         else:
             bound = diff + self.z * se
-            ok, rel = bound <= self.margin, "<="
+            ok, rel = (bound < self.margin, "<") if self.strict else (bound <= self.margin, "<=")
         side = "lower" if self.direction == "above" else "upper"
         return Verdict(self.name, ok, f"{diff:+.2f} ± {se:.2f} points over {n:.0f} episodes; "
                                       f"{side} 95% bound {bound:+.2f} (target {rel} {self.margin:+g})")

@@ -164,7 +164,19 @@ def test_filter_margin_inside_its_standard_error_fails() -> None:
     result.stages[ABLATION_PAIRED_KEY] = {"unfiltered": _paired(2.0, 1.9)}  # +2.0 points, bound -1.1
     verdicts = {name: ok for name, ok, _ in check_targets(result)}
     assert verdicts["verifier filter: validator-filtered above unfiltered (lower 95% bound of the paired "
-                    "difference >= 0)"] is False
+                    "difference > 0)"] is False
+
+
+def test_a_tie_is_not_better() -> None:
+    """Filtered and unfiltered models that ran identically (a difference of 0, SE 0) are not "above"."""
+    result = _result()
+    result.stages[ABLATION_PAIRED_KEY] = {"unfiltered": _paired(0.0, 0.0)}
+    verdicts = {name: (ok, figures) for name, ok, figures in check_targets(result)}
+    ok, figures = verdicts["verifier filter: validator-filtered above unfiltered (lower 95% bound of the paired "
+                           "difference > 0)"]
+    assert not ok and "target > +0" in figures
+    strict = DifferenceBound("better", "diff", 0.0, strict=True)
+    assert not _one(strict, _diff(0.0, 0.0)).passed and _one(strict, _diff(0.01, 0.0)).passed
 
 
 def test_too_few_held_out_episodes_fail_the_comparison() -> None:
