@@ -32,6 +32,7 @@ import random
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -89,6 +90,27 @@ def train_served_model(out: Path, tasks: list, seeds: int, log) -> Path:  # noqa
     write_dataset(examples, stages, out / "data", config=build, sources=["gate-teacher"])
     train_fast_policy_dir(out / "data", out / "model", name="served")
     return out / "model"
+
+
+def cached_pool(cache: Path | None, model_dir: Path, noise: tuple[float, float], noise_seed: int, tasks: list,
+                seeds: list[int]) -> dict:
+    """run_pool, its episodes kept in `cache` under a key of everything they depend on (the model's
+    weights, the noise, its seed, the tasks and seeds), so a rerun with other candidates reuses them."""
+    import hashlib
+    import pickle
+
+    if cache is None:
+        return run_pool(model_dir, noise, noise_seed, tasks, seeds)
+    weights = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(model_dir.iterdir()) if p.is_file()))
+    key = hashlib.sha256(repr((weights.hexdigest(), noise, noise_seed, seeds, [t.task_id for t in tasks]))
+                         .encode()).hexdigest()[:16]
+    path = cache / f"pool-{key}.pkl"
+    if path.is_file():
+        return pickle.loads(path.read_bytes())
+    pool = run_pool(model_dir, noise, noise_seed, tasks, seeds)
+    cache.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(pool))
+    return pool
 
 
 def run_pool(model_dir: Path, noise: tuple[float, float], noise_seed: int, tasks: list, seeds: list[int]) -> dict:
@@ -165,8 +187,12 @@ def summarize(label: str, gates: list, pool: dict) -> dict:
     return {**pool, "gates": n, "promoted": k, "promoted_share": k / n, "promoted_low": low, "promoted_high": high,
             "mean_pairs_per_gate": sum(s for _, s, *_ in gates) / n,
             "mean_episodes_per_gate": 2 * sum(s for _, s, *_ in gates) / n,
-            "stopped_by": {r.split(":")[0]: sum(1 for *_, rr, _ in gates if rr.split(":")[0] == r.split(":")[0])
-                           for *_, r, _ in gates}}
+            "stopped_by": dict(Counter(_why(r) for *_, r, _ in gates))}
+
+
+def _why(reason: str) -> str:
+    """A gate's reason without its figures: better / cheaper ... / not better ... / undecided."""
+    return reason.split(" (")[0].split(":")[0].split(" after ")[0]
 
 
 def _noise(text: str) -> tuple[float, float]:
@@ -192,13 +218,15 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901  (the stages, in o
     ap.add_argument("--gates", type=int, default=40, help="seeded gates per candidate")
     ap.add_argument("--batch", type=int, default=20, help="pairs per look")
     ap.add_argument("--serving", type=_noise, default=(0.4, 0.0), help="serving noise WASTE,RESTART (0.4,0)")
-    ap.add_argument("--worse", type=_noise, default=(0.55, 0.0), help="the worse candidate's noise (0.55,0)")
+    ap.add_argument("--worse", type=_noise, default=(0.5, 0.0), help="the worse candidate's noise (0.5,0)")
     ap.add_argument("--better", type=_noise, default=(0.0, 0.1), help="the better candidate's noise (0,0.1)")
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--min-effect", type=float, default=0.05)
     ap.add_argument("--max-episodes", type=int, default=600, help="paired episodes per gate, at most")
     ap.add_argument("--quick", action="store_true", help="a smoke run: 4 pool seeds, 8 gates")
     ap.add_argument("--out", default="", help="where the served model goes (default: a temporary directory)")
+    ap.add_argument("--model", default="", help="use this served model (a fast-policy directory) instead of training")
+    ap.add_argument("--cache", default="", help="keep the pools' episodes here and reuse them on a rerun")
     ap.add_argument("--json", action="store_true", help="also print the figures and verdicts as JSON")
     args = ap.parse_args(argv)
     if args.quick:
@@ -207,8 +235,13 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901  (the stages, in o
     out = Path(args.out or tempfile.mkdtemp(prefix="halo-gate-"))
     tasks = [t for t in load_tasks(args.tasks) if t.gold_domain and t.gold_problem]
     train_tasks, held = split_tasks(tasks, 0.3)
-    print(f"[1/3] served model: teacher episodes on {len(train_tasks)} tasks x {args.teacher_seeds} seeds", flush=True)
-    model = train_served_model(out / "served", train_tasks, args.teacher_seeds, print)
+    if args.model:
+        model = Path(args.model)
+        print(f"[1/3] served model: {model} (given)", flush=True)
+    else:
+        print(f"[1/3] served model: teacher episodes on {len(train_tasks)} tasks x {args.teacher_seeds} seeds",
+              flush=True)
+        model = train_served_model(out / "served", train_tasks, args.teacher_seeds, print)
     seeds = [30_000 + s for s in range(args.pool_seeds)]
     print(f"[2/3] pools: {len(held)} held-out tasks x {len(seeds)} seeds per policy", flush=True)
     policies = {"serving": (args.serving, 1), "equal": (args.serving, 2), "worse": (args.worse, 3),
@@ -216,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901  (the stages, in o
     pools = {}
     for label, (noise, noise_seed) in policies.items():
         t1 = time.perf_counter()
-        pools[label] = run_pool(model, noise, noise_seed, held, seeds)
+        pools[label] = cached_pool(Path(args.cache) if args.cache else None, model, noise, noise_seed, held, seeds)
         ok = sum(bool(r.success_oracle) for r in pools[label].values()) / len(pools[label])
         print(f"  {label} (waste {noise[0]:g}, restart {noise[1]:g}, noise seed {noise_seed}): {len(pools[label])} "
               f"episodes, oracle {100 * ok:.1f}%, in {time.perf_counter() - t1:.0f} s", flush=True)
