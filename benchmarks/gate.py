@@ -195,6 +195,24 @@ def _why(reason: str) -> str:
     return reason.split(" (")[0].split(":")[0].split(" after ")[0]
 
 
+def print_results(figures: dict, policies: dict) -> None:
+    print("\nSIMULATED (llm_backend=sim): candidates of known quality against the served model\n")
+    print("| candidate | noise (waste, restart) | pool paired difference (points) | discordant pairs | promoted | "
+          "Clopper-Pearson 95% | mean paired episodes per gate (both sides) | stopped by |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for label in ("equal", "worse", "better"):
+        f = figures[label]
+        print(f"| {label} | {policies[label][0]} | {f['difference']:+.1f} ± {f['se']:.1f} "
+              f"({f['pairs']}) | {100 * f['discordant_share']:.0f}% | {f['promoted']}/{f['gates']} | "
+              f"[{100 * f['promoted_low']:.0f}%, {100 * f['promoted_high']:.0f}%] | "
+              f"{f['mean_pairs_per_gate']:.0f} ({f['mean_episodes_per_gate']:.0f}) | {f['stopped_by']} |")
+    print(f"\nfalse promotion: {figures['equal']['promoted']}/{figures['equal']['gates']}")
+    print(f"worse promoted: {figures['worse']['promoted']}/{figures['worse']['gates']}")
+    print(f"power: {figures['better']['promoted']}/{figures['better']['gates']}")
+    mean_eps = sum(f["mean_episodes_per_gate"] for f in figures.values()) / 3
+    print(f"mean episodes per gate (both sides, all candidates): {mean_eps:.0f}")
+
+
 def _noise(text: str) -> tuple[float, float]:
     try:
         waste, restart = (float(x) for x in text.split(","))
@@ -261,21 +279,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901  (the stages, in o
     for label in ("equal", "worse", "better"):
         gates = run_gates(pools[label], pools["serving"], args.gates, gate_cfg, args.batch, label)
         figures[label] = summarize(label, gates, pool_difference(pools[label], pools["serving"]))
-    print("\nSIMULATED (llm_backend=sim): candidates of known quality against the served model\n")
-    print("| candidate | noise (waste, restart) | pool paired difference (points) | discordant pairs | promoted | "
-          "Clopper-Pearson 95% | mean paired episodes per gate (both sides) | stopped by |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
-    for label in ("equal", "worse", "better"):
-        f = figures[label]
-        print(f"| {label} | {policies[label][0]} | {f['difference']:+.1f} ± {f['se']:.1f} "
-              f"({f['pairs']}) | {100 * f['discordant_share']:.0f}% | {f['promoted']}/{f['gates']} | "
-              f"[{100 * f['promoted_low']:.0f}%, {100 * f['promoted_high']:.0f}%] | "
-              f"{f['mean_pairs_per_gate']:.0f} ({f['mean_episodes_per_gate']:.0f}) | {f['stopped_by']} |")
-    print(f"\nfalse promotion: {figures['equal']['promoted']}/{figures['equal']['gates']}")
-    print(f"worse promoted: {figures['worse']['promoted']}/{figures['worse']['gates']}")
-    print(f"power: {figures['better']['promoted']}/{figures['better']['gates']}")
-    mean_eps = sum(f["mean_episodes_per_gate"] for f in figures.values()) / 3
-    print(f"mean episodes per gate (both sides, all candidates): {mean_eps:.0f}")
+    print_results(figures, policies)
     print(f"wall time {time.perf_counter() - t0:.0f} s")
     figures["settings"] = {k: v for k, v in vars(args).items() if k != "json"}
     if args.quick:
