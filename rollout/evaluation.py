@@ -8,6 +8,7 @@ not run or crashed, the strict check breaking) is raised as `solvers.ToolFailure
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from dataclasses import dataclass
 
@@ -20,6 +21,43 @@ _TMP_PATH = re.compile(r"/tmp/halo-[a-z]+-[A-Za-z0-9_]+/")
 
 def _clean(text: str) -> str:
     return _TMP_PATH.sub("", text)[-LOG_TAIL:]
+
+
+_TAGGED = re.compile(r"\[[a-z_]+\.[a-z_]+\]")
+
+
+def _verdict_text(v: solvers.ValidationResult) -> str:
+    """What the loop observes of a verdict: one diagnostic format whichever validator judged.
+
+    Agents, the rules layer and trained policies read Kairos' tagged lines ("step N (act): ...
+    [validate.precondition_failed]"); a verdict whose report carries no such tag (VAL's) is
+    rendered from its typed fields in that format, its own report kept after it."""
+    if v.valid:
+        return ""
+    raw = v.output_tail or v.message
+    if _TAGGED.search(raw):
+        return _clean(raw)
+    line = _tagged_line(v)
+    return f"{line}\n{_clean(raw)[-max(0, LOG_TAIL - len(line) - 1):]}"
+
+
+def _tagged_line(v: solvers.ValidationResult) -> str:
+    if v.failing_step is not None and v.unsatisfied and not v.diagnostics:
+        return (f"plan.txt:{v.failing_step}: error: step {v.failing_step} {v.failing_action}: precondition false: "
+                f"{v.unsatisfied} is false [validate.precondition_failed]")
+    if v.unreached_goal:
+        return (f"plan.txt: error: the goal does not hold at the end of the plan: {v.unreached_goal} is false "
+                "[validate.goal_not_reached]")
+    code = v.diagnostics[0] if v.diagnostics else _CATEGORY_CODES.get(v.category, "validate.invalid")
+    where = v.location or _CATEGORY_FILES.get(v.category, "plan.txt")
+    return f"{where}: error: {v.message} [{code}]"
+
+
+_CATEGORY_CODES = {solvers.ErrorCategory.PARSE_ERROR_DOMAIN: "parse.error",
+                   solvers.ErrorCategory.PARSE_ERROR_PROBLEM: "parse.error",
+                   solvers.ErrorCategory.PARSE_ERROR_PLAN: "parse.plan"}
+_CATEGORY_FILES = {solvers.ErrorCategory.PARSE_ERROR_DOMAIN: "domain.pddl",
+                   solvers.ErrorCategory.PARSE_ERROR_PROBLEM: "problem.pddl"}
 
 
 @dataclass
@@ -42,8 +80,17 @@ class Evaluation:
         state.planner_log = self.planner_log
 
 
+def loop_validator() -> str:
+    """The validator inside the refinement loop: Kairos unless HALO_ROLLOUT_VALIDATOR names
+    another. The loop's observations are then one fixed report format (what agents, the rules
+    layer and trained policies read) and a simulated world's episodes do not depend on which
+    programs a machine has; Kairos agreed with VAL on every verdict of benchmarks/validators.py."""
+    return os.environ.get("HALO_ROLLOUT_VALIDATOR", "").strip().lower() or "kairos"
+
+
 async def _validate(domain: str, problem: str, plan: str, limits: solvers.Limits) -> solvers.ValidationResult:
-    return await asyncio.to_thread(solvers.validate, domain, problem, plan, limits=limits)
+    return await asyncio.to_thread(solvers.validate, domain, problem, plan, limits=limits,
+                                   validator=loop_validator())
 
 
 async def evaluate(state: EpisodeState, outcome_plan: str, pddl_changed: bool, planner: str,
@@ -74,7 +121,7 @@ async def _evaluate_inner(state: EpisodeState, outcome_plan: str, pddl_changed: 
     if outcome_plan:
         v = await _validate(domain, problem, outcome_plan, limits)
         return Evaluation(outcome_plan, True, v.valid, v.category.value,
-                          "" if v.valid else _clean(v.output_tail or v.message), "", v.cpu_s)
+                          _verdict_text(v), "", v.cpu_s)
     if not pddl_changed:
         raise AssertionError("nothing to evaluate")
     if not domain.strip():
@@ -84,11 +131,11 @@ async def _evaluate_inner(state: EpisodeState, outcome_plan: str, pddl_changed: 
     log = _clean(result.output_tail or result.message)
     if result.ok:
         return Evaluation(result.plan_text, True, v.valid, v.category.value,
-                          "" if v.valid else _clean(v.output_tail or v.message), log, cpu + v.cpu_s)
+                          _verdict_text(v), log, cpu + v.cpu_s)
     category = result.category.value
     if v.category.is_parse_error:
         category = v.category.value
-    errors = _clean(v.output_tail or v.message) if not v.valid else ""
+    errors = _verdict_text(v)
     return Evaluation(state.plan, False, False, category, errors, log, cpu + v.cpu_s)
 
 
@@ -99,4 +146,4 @@ def _plan_then_validate(domain: str, problem: str, planner: str, limits: solvers
     with positions, type mismatches, failing steps)."""
     result = solvers.plan(domain, problem, planner=planner, limits=limits)  # type: ignore[arg-type]
     plan = result.plan_text if result.ok else previous_plan
-    return result, solvers.validate(domain, problem, plan, limits=limits)
+    return result, solvers.validate(domain, problem, plan, limits=limits, validator=loop_validator())

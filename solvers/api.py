@@ -241,6 +241,22 @@ def _finish(result: R, runs: list[RunResult], t0: float) -> R:
     return _capped(result)
 
 
+# Programs that cannot be trusted with parentheses that do not balance: VAL names no place in
+# such a syntax error and crashes on a problem's; POPF dies on SIGSEGV. Kairos and Fast Downward
+# say where themselves (and their words are what the refinement loop has always observed).
+_NEEDS_BALANCED = frozenset({"val", "popf"})
+
+
+def _unbalanced_for(name: str, domain: str, problem: str) -> pddl_check.CheckError | None:
+    if name not in _NEEDS_BALANCED:
+        return None
+    for file, text in (("domain.pddl", domain), ("problem.pddl", problem)):
+        error = pddl_check.unbalanced(text, file)
+        if error is not None:
+            return error
+    return None
+
+
 def _plan(domain: str, problem: str, name: str, search: str | None, alias: str, limits: Limits,
           sandbox: str | None, t0: float) -> PlanResult:
     blank = _blank_input(domain, problem, name)
@@ -258,7 +274,13 @@ def _plan(domain: str, problem: str, name: str, search: str | None, alias: str, 
         return PlanResult(exc.error.category, name, message=str(exc.error), diagnostics=[exc.error.code],
                           output_tail=exc.error.diagnostic, wall_s=time.monotonic() - t0, cpu_s=exc.cpu_s)
 
-    return _checked(lambda run: tool.plan(domain, problem, alias=alias, search=search, limits=limits, run=run),
+    def call(run: RunRequest) -> PlanResult:
+        error = _unbalanced_for(name, domain, problem)
+        if error is not None:
+            return failed(_CheckFailed(error))
+        return tool.plan(domain, problem, alias=alias, search=search, limits=limits, run=run)
+
+    return _checked(call,
                     get_pool(sandbox), {"domain.pddl": domain, "problem.pddl": problem}, limits, t0,
                     domain, problem, failed)
 
@@ -341,11 +363,9 @@ def _validate(domain: str, problem: str, plan_text: str, limits: Limits, sandbox
             return ValidationResult(ErrorCategory.PARSE_ERROR_PLAN, name, location=f"plan.txt:{long_line}:1",
                                     message=f"plan line {long_line} is over {MAX_PLAN_LINE:,} characters: not a plan "
                                             "step", wall_s=time.monotonic() - t0)
-        if name == "val":  # VAL names no place in a syntax error, and crashes on a problem's
-            for file, text in (("domain.pddl", domain), ("problem.pddl", problem)):
-                error = pddl_check.unbalanced(text, file)
-                if error is not None:
-                    return _check_verdict(error, name, time.monotonic() - t0, 0.0)
+        error = _unbalanced_for(name, domain, problem)
+        if error is not None:
+            return _check_verdict(error, name, time.monotonic() - t0, 0.0)
         unreadable = _unreadable_plan(plan_text) if name == "val" else None
         if unreadable is not None:  # VAL reads such a line as no step at all (Kairos says where it cannot read)
             return ValidationResult(ErrorCategory.PARSE_ERROR_PLAN, name, location=unreadable[0],

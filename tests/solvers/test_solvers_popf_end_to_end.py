@@ -36,7 +36,8 @@ def test_halo_solve_plans_every_bundled_temporal_task_with_popf_and_val_accepts(
 def test_halo_rollout_on_temporal_tasks_plans_with_popf_and_validates_with_val(monkeypatch, tmp_path):
     found = use_real_tools(monkeypatch, need_popf=True)
     store = tmp_path / "store"
-    env = {"PATH": f"{found}:/usr/bin:/bin", "HALO_CPU_CLAIMS_DIR": str(tmp_path / "claims"), "HOME": str(tmp_path)}
+    env = {"PATH": f"{found}:/usr/bin:/bin", "HALO_CPU_CLAIMS_DIR": str(tmp_path / "claims"), "HOME": str(tmp_path),
+           "HALO_ROLLOUT_VALIDATOR": "val"}  # the loop judges with Kairos unless told
     result = subprocess.run([HALO, "rollout", "--store", str(store), "--tasks", "temporal:bundled", "--episodes", "6",
                              "--replicas", "1", "--no-progress"], capture_output=True, text=True, timeout=400, env=env)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
