@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 import solvers
+from rollout.infra import InfraFailure
 from rollout.state import EpisodeState
 
 LOG_TAIL = 1500
@@ -55,6 +56,8 @@ async def evaluate(state: EpisodeState, outcome_plan: str, pddl_changed: bool, p
     """
     try:
         return await _evaluate_inner(state, outcome_plan, pddl_changed, planner, limits)
+    except (FileNotFoundError, PermissionError) as exc:  # the program cannot start: the tool failed, not the task
+        raise InfraFailure("solver_unavailable", f"{type(exc).__name__}: {exc}") from exc
     except Exception as exc:  # noqa: BLE001  (a solver wrapper bug must not end the episode)
         return Evaluation(outcome_plan or state.plan, False, False, solvers.ErrorCategory.SOLVER_CRASH.value,
                           "", f"solver call failed: {type(exc).__name__}: {exc}")
