@@ -32,7 +32,7 @@ def _build_app() -> Any:
     import typer
 
     app = typer.Typer(add_completion=False, no_args_is_help=True, help="HALO cluster: verified plans at scale.",
-                      pretty_exceptions_enable=False)
+                      pretty_exceptions_enable=False, rich_markup_mode=None)  # errors: one plain line
 
     @app.callback()
     def _root(

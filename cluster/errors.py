@@ -13,7 +13,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 
 # typer 0.29 carries its own copy of click: its exceptions are the ones its commands handle.
 from typer._click.exceptions import ClickException
@@ -37,6 +39,8 @@ class HaloError(ClickException):
         self.exit_code = type(self).exit_code
 
     def show(self, file: object = None) -> None:
+        if os.environ.get("HALO_DEBUG") == "1":
+            traceback.print_exception(self, file=file or sys.stderr)  # type: ignore[arg-type]
         print(f"error: {self.format_message()}", file=file or sys.stderr)  # type: ignore[arg-type]
 
 

@@ -20,9 +20,12 @@ def _console():  # noqa: ANN202
 
 def _store(url: str | None):  # noqa: ANN202  (TrajectoryStore; imported lazily)
     from cluster.config import Settings
+    from cluster.preflight import check_store
     from rollout.store import TrajectoryStore
 
-    return TrajectoryStore(url or Settings.from_env().store_url)
+    url = url or Settings.from_env().store_url
+    check_store(url)  # no credentials, no answer: one line and exit 3, not a minute of retries
+    return TrajectoryStore(url)
 
 
 def print_run_report(store, run_id: str, by: tuple[str, ...] = (), *, markdown: bool = False,  # noqa: ANN001

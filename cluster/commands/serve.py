@@ -34,6 +34,10 @@ def register(app: typer.Typer) -> None:
                                   insecure=insecure)
             if not cfg.model:
                 raise ConfigError("no model: pass --model or set `model:` in the config")
+            if str(cfg.model).startswith(("s3://", "s3a://")):
+                from cluster.preflight import check_store
+
+                check_store(str(cfg.model))  # no credentials or no answer: one line, exit 3, before Ray
             warning = cfg.check_exposure()
             if warning:
                 typer.echo(warning, err=True)
