@@ -71,6 +71,10 @@ def register(app: typer.Typer) -> None:
             print_dry_run(job, as_json=as_json)
             return
         preflight_rollout(llm, policy, config.store_url)  # before Ray starts: one line and exit 3
+        stored = job.asks_fewer_than_stored()
+        if stored is not None:
+            typer.echo(job.fewer_message(stored), err=True)
+            raise typer.Exit(0)
         summary = run_job(job, address, dashboard=dashboard)
         report_summary(job, summary, as_json=as_json)
         raise typer.Exit({"completed": 0, "interrupted": EXIT_INTERRUPTED}.get(summary.status, EXIT_FAILED))

@@ -44,7 +44,7 @@ def print_run_report(store, run_id: str, by: tuple[str, ...] = (), *, markdown: 
         by_policy.setdefault(ep.policy_name, []).append(ep)
     title = f"run {run_id}"
     if {ep.llm_backend for ep in episodes} == {"sim"}:
-        title += "  SIMULATED agent world (llm_backend=sim) - not real-LLM results"
+        title += "\nSIMULATED agent world (llm_backend=sim) - not real-LLM results"
     if markdown:
         from rollout.report import format_grouped, format_markdown, summarize_by
 

@@ -3,6 +3,7 @@ never cuts a value (a title line per row, then `label value` pairs packed into t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import typer
@@ -16,7 +17,8 @@ def console(wide: bool = False):  # noqa: ANN201  (rich Console; imported lazily
     c = Console()
     if wide:
         return Console(width=max(c.width, 220))
-    return c if c.is_terminal else Console(width=160)  # logs and pipes get the full table
+    # Logs and pipes get the full table, unless COLUMNS says how wide the reader is.
+    return c if c.is_terminal or os.environ.get("COLUMNS") else Console(width=160)
 
 
 def fits(c, needed: int = WIDE_COLUMNS) -> bool:  # noqa: ANN001
@@ -48,7 +50,7 @@ def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]
 
     c = console(wide)
     if wide or fits(c):
-        table = Table(*headers, title=title or None, title_justify="left")
+        table = Table(*headers, title=title.replace("\n", "  ") or None, title_justify="left")
         for row in rows:
             table.add_row(*row)
         c.print(table)

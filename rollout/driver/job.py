@@ -105,9 +105,8 @@ class RolloutJob:
             self.lease.release()
 
     def _run_leased(self, t0: float, previous: LeaseInfo | None) -> RolloutSummary:
-        existing = self.store.read_run_meta(self.run_id)
-        if (existing is not None and existing.episodes_requested > len(self.specs)
-                and same_identity(existing, self.config)):
+        existing = self.asks_fewer_than_stored()
+        if existing is not None:
             return self._fewer_than_stored(existing, t0)
         meta = open_run(self.store, self.run_id, self.config, len(self.specs))
         committed = self.store.episode_ids(self.run_id)
@@ -150,13 +149,25 @@ class RolloutJob:
         close_run(self.store, meta, summary)
         return summary
 
+    def asks_fewer_than_stored(self) -> RunMeta | None:
+        """The run's metadata when it exists with these arguments and asked for more episodes than
+        this job does (`--episodes 50` after a 200-episode run): then there is nothing to do."""
+        existing = self.store.read_run_meta(self.run_id)
+        if (existing is not None and existing.episodes_requested > len(self.specs)
+                and same_identity(existing, self.config)):
+            return existing
+        return None
+
+    def fewer_message(self, meta: RunMeta) -> str:
+        stored = len(self.store.episode_ids(self.run_id))
+        return (f"run {self.run_id} already holds {stored} of its {meta.episodes_requested} requested episodes; "
+                f"--episodes {len(self.specs)} asks for fewer: nothing was run or recorded "
+                f"(pass --episodes {meta.episodes_requested} or more to resume or extend it)")
+
     def _fewer_than_stored(self, meta: RunMeta, t0: float) -> RolloutSummary:
         """--episodes below what the run asked for before: nothing to run, the record stays as it is."""
-        stored = len(self.store.episode_ids(self.run_id))
-        message = (f"run {self.run_id} already holds {stored} of its {meta.episodes_requested} requested episodes; "
-                   f"--episodes {len(self.specs)} asks for fewer: nothing new was run or recorded "
-                   f"(pass --episodes {meta.episodes_requested} or more to resume or extend it)")
-        self.stats.resumed = min(stored, len(self.specs))
+        message = self.fewer_message(meta)
+        self.stats.resumed = len(self.specs)
         return self._summary(Committer(self.store, self.run_id), "completed", message, time.monotonic() - t0, 0)
 
     def _stop_reason(self) -> tuple[str, str] | None:
