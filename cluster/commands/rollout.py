@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from cluster.errors import EXIT_FAILED, EXIT_INTERRUPTED, UsageError
+from cluster.errors import EXIT_FAILED, EXIT_INTERRUPTED, Busy, UsageError
 from cluster.preflight import preflight_rollout
 
 if TYPE_CHECKING:
@@ -71,6 +71,7 @@ def register(app: typer.Typer) -> None:
             print_dry_run(job, as_json=as_json)
             return
         preflight_rollout(llm, policy, config.store_url)  # before Ray starts: one line and exit 3
+        refuse_second_writer(job)
         stored = job.asks_fewer_than_stored()
         if stored is not None:
             typer.echo(job.fewer_message(stored), err=True)
@@ -90,9 +91,20 @@ def make_job(config: RolloutConfig) -> RolloutJob:
         raise UsageError(str(exc).strip().splitlines()[0]) from exc
 
 
+def refuse_second_writer(job: RolloutJob) -> None:
+    """A live writer of the run: exit 4 now, before Ray starts (the job's own lease still guards a race)."""
+    from rollout.driver.lifecycle import live_writer
+
+    held = live_writer(job.store, job.run_id)
+    if held is not None:
+        raise Busy(f"run {job.run_id} is being written by another process ({held.describe()}); "
+                   f"`halo runs stop {job.run_id}` stops it, or use another --run-id")
+
+
 def run_job(job: RolloutJob, address: str | None, *, dashboard: bool) -> RolloutSummary:
     """Ray up, the job, Ray down; SIGTERM (a pod stop, `kill`) is handled like Ctrl-C."""
     from cluster.ray_cluster import shutdown, start_or_join
+    from rollout.store.lease import LeaseHeld
 
     typer.echo(f"run {job.run_id}: {len(job.specs)} episodes over {len(job.tasks)} tasks -> {job.store.url}",
                err=True)
@@ -101,6 +113,8 @@ def run_job(job: RolloutJob, address: str | None, *, dashboard: bool) -> Rollout
         previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # after Ray installed its own
         try:
             return job.run()
+        except LeaseHeld as exc:  # another writer won the race for the run's lease
+            raise Busy(str(exc)) from exc
         except ValueError as exc:  # e.g. the run exists with other arguments
             raise UsageError(str(exc)) from exc
         finally:

@@ -129,7 +129,7 @@ def runs(ctx: typer.Context,
     if wide or out.width >= WIDE_TABLE_COLUMNS:
         _print_runs_table(infos, console(wide=True) if wide else out)
     else:
-        _print_runs_stacked(infos)
+        _print_runs_stacked(infos, max(40, out.width - 1))
 
 
 WIDE_TABLE_COLUMNS = 150  # what the one-row-per-run table needs without cutting a value
@@ -172,15 +172,21 @@ def _print_runs_table(infos: list, console) -> None:  # noqa: ANN001
     console.print(table)
 
 
-def _print_runs_stacked(infos: list) -> None:
-    """Two short lines per run: fits 80 columns, cuts nothing (`--wide` for the table)."""
+def _print_runs_stacked(infos: list, width: int) -> None:
+    """A short title line per run, then `label value` pairs packed into the terminal's width:
+    fits 80 columns and cuts nothing (`--wide` for the table)."""
+    from cluster.commands.tables import stacked
+
+    headers = ("run", "status", "episodes", "validator", "oracle", "steps", "backend", "policy", "quarantined",
+               "started")
+    rows = []
     for r in infos:
         oracle = "n/a" if r.success_oracle is None else f"{r.success_oracle:.1%}"
         backend = f"{r.llm_backend} (simulated)" if r.simulated else r.llm_backend
-        typer.echo(f"{r.run_id}  {r.status}  {r.episodes}/{r.episodes_requested} episodes")
-        typer.echo(f"    validator {r.success_validator:.1%}  oracle {oracle}  steps {r.steps}"
-                   + (f"  quarantined {r.quarantined}" if r.quarantined else ""))
-        typer.echo(f"    {backend}  policy {r.policy}  started {_started(r)}")
+        rows.append((r.run_id, r.status, f"{r.episodes}/{r.episodes_requested} episodes",
+                     f"{r.success_validator:.1%}", oracle, str(r.steps), backend, r.policy, str(r.quarantined),
+                     _started(r)))
+    typer.echo(stacked(headers, rows, width=width, key_columns=3))
 
 
 @runs_app.command()
