@@ -21,8 +21,14 @@ def register(app: typer.Typer) -> None:
         insecure: bool = typer.Option(None, "--insecure", help="allow serving without API keys on a non-loopback host"),
     ) -> None:
         """Serve decisions over HTTP until interrupted (Ctrl-C stops the service)."""
+        import os
         import signal
         import threading
+
+        if not address:
+            # Serve keeps a stopping direct-ingress replica up 30 s so a load balancer can drop it
+            # first; a service on its own in-process Ray has none in front (k8s sets its own).
+            os.environ.setdefault("RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S", "1")
 
         from serve.config import ConfigError, ServeConfig
         from serve.launcher import start_service, stop_service
