@@ -26,13 +26,16 @@ sys.path.insert(0, str(ROOT))
 HALO = str(Path(sys.executable).with_name("halo"))
 
 
-def one_round(model: Path, port: int, extra_env: dict[str, str]) -> tuple[float, float]:
-    env = {**os.environ, **extra_env}
+def one_round(model: Path, port: int, extra_env: dict[str, str]) -> tuple[float, float, str, str]:
+    env = {**os.environ, "HALO_SERVE_TIMINGS": "1", **extra_env}
     t0 = time.monotonic()
     proc = subprocess.Popen([HALO, "serve", "--model", str(model), "--port", str(port)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
     assert proc.stdout is not None
+    phases = ""
     for line in proc.stdout:
+        if line.startswith("start-up: "):
+            phases = line.strip()
         if line.startswith("serving "):
             break
     else:
@@ -41,11 +44,12 @@ def one_round(model: Path, port: int, extra_env: dict[str, str]) -> tuple[float,
     t1 = time.monotonic()
     proc.send_signal(signal.SIGINT)
     try:
-        proc.wait(timeout=120)
+        rest = proc.communicate(timeout=120)[0]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    return started, time.monotonic() - t1
+    stop_line = next((line for line in rest.splitlines() if line.startswith("stopped in")), "")
+    return started, time.monotonic() - t1, phases, stop_line
 
 
 def main() -> int:
@@ -67,6 +71,8 @@ def main() -> int:
             print(f"{name:<30} {', '.join(f'{s:.1f}' for s in starts):<22} "
                   f"{', '.join(f'{s:.1f}' for s in stops):<22} "
                   f"{statistics.median(starts):.1f} / {statistics.median(stops):.1f}", flush=True)
+            for _, _, phases, stop_line in runs:
+                print(f"    {phases}; stop_service {stop_line.removeprefix('stopped in ') or '-'}", flush=True)
     return 0
 
 

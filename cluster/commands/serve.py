@@ -24,6 +24,7 @@ def register(app: typer.Typer) -> None:
         import os
         import signal
         import threading
+        import time
 
         if not address:
             # Serve keeps a stopping direct-ingress replica up 30 s so a load balancer can drop it
@@ -54,6 +55,8 @@ def register(app: typer.Typer) -> None:
         import httpx
 
         ready = httpx.get(f"{service.url}/readyz", timeout=10).json()
+        if os.environ.get("HALO_SERVE_TIMINGS") == "1":
+            typer.echo("start-up: " + ", ".join(f"{k} {v:.1f}s" for k, v in service.timings.items()), err=True)
         typer.echo(f"serving {ready['name']} version {ready['version']} ({ready['policy_class']}, "
                    f"runtime {ready['runtime']}) at {service.url}")
         typer.echo(f"  POST {service.url}/v1/decide   docs: {service.url}/docs   metrics: {service.url}/metrics")
@@ -69,4 +72,7 @@ def register(app: typer.Typer) -> None:
                 pass
         finally:
             typer.echo("stopping the decision service")
+            t0 = time.monotonic()
             stop_service(service)
+            if os.environ.get("HALO_SERVE_TIMINGS") == "1":
+                typer.echo(f"stopped in {time.monotonic() - t0:.1f}s", err=True)
