@@ -60,6 +60,10 @@ def register(app: typer.Typer) -> None:
         if not task_list:
             typer.echo("error: the task spec matched no tasks", err=True)
             raise typer.Exit(2)
+        from cluster.preflight import check_policy_services
+
+        for spec in specs:
+            check_policy_services(spec)  # a student service that does not answer: one line, exit 3
         summaries = []
         all_records = []
         for spec, pol in policies.items():

@@ -52,6 +52,10 @@ def register(app: typer.Typer) -> None:
         typer.echo(_plan_line(policy_class, data, base_model, epochs, max_steps, batch_size, grad_accum, workers,
                               max_length, max_train_examples), err=True)
         _quiet_third_party()
+        if out.startswith(("s3://", "s3a://")):
+            from cluster.preflight import check_store
+
+            check_store(out)  # before training, not at the upload after it
         local_out = stage_output(out)
         try:
             if policy_class == "hashed_linear":
