@@ -14,7 +14,7 @@ def register(app: typer.Typer) -> None:
         out: str = typer.Option(..., "--out", help="artifact directory, e.g. halo-data/models/NAME, or "
                                                    "s3://bucket/prefix/models/NAME (staged locally, then uploaded)"),
         policy_class: str = typer.Option(None, "--policy-class",
-                                         help="hashed_linear (the fast policy, seconds on a CPU; also 'fast') | "
+                                         help="hashed_linear (the fast policy, under a minute on a CPU; also 'fast') | "
                                               "llm ((Q)LoRA on the base model on Ray Train: minutes to hours); "
                                               "default: llm when --base-model is given, else the fast policy"),
         base_model: str = typer.Option(None, "--base-model", help="model directory, or 'smollm2' (llm only)"),
@@ -83,7 +83,7 @@ def _plan_line(policy_class: str, data: Path, base_model: str, epochs: int, max_
     except Exception:  # noqa: BLE001  (the training call reports a bad dataset itself)
         return f"training {policy_class} on {data}"
     if policy_class == "hashed_linear":
-        return f"training the fast policy (hashed_linear) on {examples} examples from {data}: seconds on a CPU"
+        return f"training the fast policy (hashed_linear) on {examples} examples from {data} (under a minute on a CPU)"
     if max_train_examples:
         examples = min(examples, max_train_examples)
     per_step = max(1, batch_size * grad_accum * workers)
