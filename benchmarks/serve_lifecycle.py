@@ -33,13 +33,15 @@ def one_round(model: Path, port: int, extra_env: dict[str, str]) -> tuple[float,
                             stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
     assert proc.stdout is not None
     phases = ""
+    seen: list[str] = []
     for line in proc.stdout:
+        seen.append(line)
         if line.startswith("start-up: "):
             phases = line.strip()
         if line.startswith("serving "):
             break
     else:
-        raise SystemExit(f"halo serve exited with {proc.wait()} before serving")
+        raise SystemExit(f"halo serve exited with {proc.wait()} before serving:\n{''.join(seen[-20:])}")
     started = time.monotonic() - t0
     t1 = time.monotonic()
     proc.send_signal(signal.SIGINT)
@@ -65,8 +67,9 @@ def main() -> int:
         variants = {"before (Serve's 30 s drain)": {"RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "30"},
                     "after (halo serve's default)": {}}
         print(f"{'variant':<30} {'start s (each)':<22} {'stop s (each)':<22} median start / stop")
-        for name, env in variants.items():
-            runs = [one_round(model, args.port, env) for _ in range(args.rounds)]
+        for v, (name, env) in enumerate(variants.items()):
+            runs = [one_round(model, args.port + 10 * v + i, env) for i in range(args.rounds)]  # a port each: no
+            # waiting for the last round's socket to close
             starts, stops = [r[0] for r in runs], [r[1] for r in runs]
             print(f"{name:<30} {', '.join(f'{s:.1f}' for s in starts):<22} "
                   f"{', '.join(f'{s:.1f}' for s in stops):<22} "

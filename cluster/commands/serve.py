@@ -52,22 +52,22 @@ def register(app: typer.Typer) -> None:
         except (ConfigError, ManifestError, ModelSourceError) as exc:
             typer.echo(f"halo serve: {exc}", err=True)
             raise typer.Exit(2) from exc
-        import httpx
-
-        ready = httpx.get(f"{service.url}/readyz", timeout=10).json()
-        if os.environ.get("HALO_SERVE_TIMINGS") == "1":
-            typer.echo("start-up: " + ", ".join(f"{k} {v:.1f}s" for k, v in service.timings.items()), err=True)
-        typer.echo(f"serving {ready['name']} version {ready['version']} ({ready['policy_class']}, "
-                   f"runtime {ready['runtime']}) at {service.url}")
-        typer.echo(f"  POST {service.url}/v1/decide   docs: {service.url}/docs   metrics: {service.url}/metrics")
-        if service.direct_url:
-            typer.echo(f"  direct ingress (the fast path, no proxy hop): {service.direct_url}")
-        if cfg.key_ring().enabled:
-            typer.echo("  API keys required (Authorization: Bearer KEY); admin routes need an admin key")
-        stop = threading.Event()
+        stop = threading.Event()  # before "serving" is printed: a Ctrl-C right after it still stops cleanly
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
         try:
+            import httpx
+
+            ready = httpx.get(f"{service.url}/readyz", timeout=10).json()
+            if os.environ.get("HALO_SERVE_TIMINGS") == "1":
+                typer.echo("start-up: " + ", ".join(f"{k} {v:.1f}s" for k, v in service.timings.items()), err=True)
+            typer.echo(f"serving {ready['name']} version {ready['version']} ({ready['policy_class']}, "
+                       f"runtime {ready['runtime']}) at {service.url}")
+            typer.echo(f"  POST {service.url}/v1/decide   docs: {service.url}/docs   metrics: {service.url}/metrics")
+            if service.direct_url:
+                typer.echo(f"  direct ingress (the fast path, no proxy hop): {service.direct_url}")
+            if cfg.key_ring().enabled:
+                typer.echo("  API keys required (Authorization: Bearer KEY); admin routes need an admin key")
             while not stop.wait(0.5):
                 pass
         finally:
