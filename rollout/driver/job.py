@@ -44,7 +44,7 @@ from rollout.driver.scheduling import Dispatcher, Schedule
 from rollout.driver.summary import RolloutSummary, top_failure_reasons
 from rollout.driver.worker import EpisodeSummary, WorkerBatch, parse_llm_spec
 from rollout.infra import short_reason
-from rollout.store import RetryPolicy, RunMeta, TrajectoryStore, check_run_id
+from rollout.store import RetryPolicy, RunMeta, StoreUnavailable, TrajectoryStore, check_run_id
 from rollout.store.lease import Lease, LeaseInfo, run_lease_path, run_stop_path
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,11 @@ class RolloutJob:
         try:
             return self._run_leased(t0, previous)
         finally:
-            self.lease.release()
+            try:
+                self.lease.release()
+            except StoreUnavailable:  # a store outage: the lease expires by itself (its TTL)
+                log.warning("could not release the lease of run %s; it expires in %.0fs", self.run_id,
+                            self.lease.ttl_s)
 
     def _run_leased(self, t0: float, previous: LeaseInfo | None) -> RolloutSummary:
         existing = self.asks_fewer_than_stored()
@@ -178,7 +182,10 @@ class RolloutJob:
         if now - self._stop_checked < 2.0:
             return None
         self._stop_checked = now
-        raw = self.store.get_bytes(run_stop_path(self.run_id))
+        try:
+            raw = self.store.get_bytes(run_stop_path(self.run_id))
+        except StoreUnavailable:  # an outage: the committer reports it and stops the job
+            return None
         if raw and _stop_time(raw) >= self.lease.acquired_at:
             return "interrupted", "stopped by `halo runs stop`; re-run the same command to resume"
         return None

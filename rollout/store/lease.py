@@ -37,6 +37,11 @@ def run_stop_path(run_id: str) -> str:
     return f"{LEASES_DIR}/runs/{run_id}.stop"
 
 
+# Owners in this process that released their lease, even when the store could not be told (an
+# outage): a later writer in the same process need not wait out their TTL.
+_RELEASED: set[str] = set()
+
+
 class LeaseHeld(RuntimeError):
     """Another live process holds the lease."""
 
@@ -49,7 +54,7 @@ class LeaseInfo:
     acquired_at: float = 0.0
 
     def live(self, now: float | None = None) -> bool:
-        if not self.owner or (now or time.time()) - self.at >= self.ttl_s:
+        if not self.owner or self.owner in _RELEASED or (now or time.time()) - self.at >= self.ttl_s:
             return False
         return not _dead_here(self.owner)
 
@@ -117,6 +122,7 @@ class Lease:
                             f"stop it first, or wait until its lease expires ({before.ttl_s:.0f}s "
                             f"without a heartbeat)")
         self.acquired_at = time.time()
+        _RELEASED.discard(self.owner)
         self._write(self.acquired_at)
         if confirm_s > 0:
             time.sleep(confirm_s)
@@ -134,6 +140,7 @@ class Lease:
 
     def release(self) -> None:
         self.stop_heartbeat()
+        _RELEASED.add(self.owner)  # first: if the store cannot be told, this process still knows
         held = self.read()
         if held is not None and held.owner == self.owner:
             self.store.put_bytes(self.path, json.dumps({"owner": "", "at": 0.0, "ttl_s": 0.0}).encode())
