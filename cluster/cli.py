@@ -77,6 +77,10 @@ def main() -> None:
         sys.exit(solve_cli.one_shot(sys.argv[1], sys.argv[2:]))
     try:
         __getattr__("app")()
+    except SystemExit as done:
+        if sys.argv[1:2] == ["rollout"]:
+            _exit_now(done.code)
+        raise
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
@@ -88,6 +92,15 @@ def main() -> None:
         code, line = classify(exc)
         print(f"error: {line}", file=sys.stderr)
         sys.exit(code)
+
+
+def _exit_now(code: object) -> None:
+    """End a finished `halo rollout` without interpreter teardown: Ray is shut down and the report
+    printed; at teardown, an Arrow I/O thread still releasing a Python-backed file (deltalake's
+    filesystem) could take the GIL from a finalizing interpreter and abort the process (rc 134)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else (0 if code is None else 1))
 
 
 if __name__ == "__main__":
