@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     unjudged = [t for t in result.targets if args.quick and _too_small(t, result)]
     result.targets = [t for t in result.targets if t not in unjudged]
     print(format_report(result))
-    n = min((r.episodes for r in result.comparison), default=0)
+    n = _rows_episodes(result)
     for name, _, figures in unjudged:
         print(f"- not judged (n too small: {n} episodes per row; --quick judges a rate from "
               f"{QUICK_MIN_EPISODES}): {name} ({figures})")
@@ -88,10 +88,14 @@ QUICK_MIN_EPISODES = 200
 RATE_TARGETS = ("oracle success", "clearly below", "verifier filter", "cross-domain")
 
 
+def _rows_episodes(result: object) -> int:
+    """The fewest episodes of a measured comparison row (published rows carry none)."""
+    return min((r.episodes for r in getattr(result, "comparison", []) if r.episodes), default=0)
+
+
 def _too_small(target: tuple[str, bool, str], result: object) -> bool:
     """A success-rate target on fewer episodes per row than a --quick run can judge."""
-    n = min((r.episodes for r in getattr(result, "comparison", [])), default=0)
-    return n < QUICK_MIN_EPISODES and any(key in target[0] for key in RATE_TARGETS)
+    return _rows_episodes(result) < QUICK_MIN_EPISODES and any(key in target[0] for key in RATE_TARGETS)
 
 
 if __name__ == "__main__":
