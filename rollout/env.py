@@ -26,6 +26,7 @@ import solvers
 from rollout.agent_table import NATURAL_LANGUAGE_ID, NOOP_ID, agent_name
 from rollout.agents.base import AgentContext, AgentOutcome, ChatBackend, SimulatedAgents, make_agent
 from rollout.evaluation import evaluate
+from rollout.infra import infra_reason
 from rollout.oracle import check_plan
 from rollout.policy import Decision
 from rollout.state import EpisodeState
@@ -223,6 +224,8 @@ class RefinementEnv:
             return await agent.apply(state, self._ctx,
                                      dynamic_profile=decision.dynamic_profile if decision else None)
         except Exception as exc:  # noqa: BLE001  (agents must not raise; if one does, the step fails)
+            if infra_reason(exc):  # a dependency failed (LLM endpoint, ...): the episode is not an outcome
+                raise
             return AgentOutcome(state.domain, state.problem, ok=False,
                                 message=f"{agent_name(agent_id)} raised {type(exc).__name__}: {exc}")
 

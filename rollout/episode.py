@@ -3,9 +3,11 @@
 The loop ends when the policy picks NoOp (11) on a plan the validator accepts, or when the step
 budget runs out; a valid final plan is then rendered in natural language by agent 12 (recorded
 as a last, rule-decided step). Agent and solver failures become failed steps, never exceptions;
-an infrastructure failure (the policy itself breaking, a bug) ends the episode with
-EpisodeRecord.error set. `EpisodeConfig.backend` injects the agent backend; without it the
-backend follows `llm_backend` ("sim": the simulated world with `sim` and `llm` as transport).
+a dependency failing past its retries (LLM endpoint, student service, a solver that cannot
+start) ends the episode with EpisodeRecord.infra_error set (not an outcome, rollout/infra.py);
+the policy itself breaking (a bug) ends it with EpisodeRecord.error set.
+`EpisodeConfig.backend` injects the agent backend; without it the backend follows `llm_backend`
+("sim": the simulated world with `sim` and `llm` as transport).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import solvers
 from rollout.agents.base import ChatBackend
 from rollout.backends import LLMAgents, SimAgents
 from rollout.env import AgentBackend, RefinementEnv
+from rollout.infra import infra_reason
 from rollout.policy import Policy
 from rollout.sim.world import SimConfig
 from rollout.tasks.base import Task
@@ -81,8 +84,10 @@ async def run_episode(task: Task, policy: Policy, config: EpisodeConfig, *, epis
         state = await env.reset(task, config.seed)
         while not env.done:
             state = (await env.step(await policy.adecide(state))).state
-    except Exception as exc:  # noqa: BLE001  (infrastructure failure: keep what was recorded)
-        record.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"[-2000:]
+    except Exception as exc:  # noqa: BLE001  (keep what was recorded)
+        record.infra_error = infra_reason(exc)  # a dependency failed: not an outcome (rollout/infra.py)
+        if not record.infra_error:  # the policy or the code broke
+            record.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"[-2000:]
     finally:
         env.close()
     record.steps, record.solver_cpu_s = env.steps, env.solver_cpu_s

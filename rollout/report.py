@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rollout.agent_table import NATURAL_LANGUAGE_ID
-from rollout.trajectory import EpisodeRecord
+from rollout.trajectory import EpisodeRecord, is_infra_failure
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class PolicySummary:
     cost_per_task_usd: float
     rule_decision_share: float
     errors: int
+    infra_failures: int = 0  # episodes a dependency failed (rollout/infra.py): in no other column
 
 
 def refinement_steps(record: EpisodeRecord) -> int:
@@ -30,16 +31,19 @@ def refinement_steps(record: EpisodeRecord) -> int:
 
 
 def summarize(policy: str, records: list[EpisodeRecord]) -> PolicySummary:
+    """Infrastructure failures are counted apart and left out of every other column."""
     if not records:
         raise ValueError(f"no episodes for policy {policy!r}")
-    n = len(records)
+    infra = sum(is_infra_failure(r) for r in records)
+    records = [r for r in records if not is_infra_failure(r)]
+    n = max(1, len(records))
     graded = [r.success_oracle for r in records if r.success_oracle is not None]
     decisions = [s for r in records for s in r.steps[:refinement_steps(r)]]
     backends = sorted({r.llm_backend for r in records})
     return PolicySummary(
         policy=policy,
         llm_backend=",".join(backends),
-        episodes=n,
+        episodes=len(records),
         oracle_success=sum(graded) / len(graded) if graded else None,
         validator_success=sum(r.success_validator for r in records) / n,
         avg_steps=sum(refinement_steps(r) for r in records) / n,
@@ -47,18 +51,19 @@ def summarize(policy: str, records: list[EpisodeRecord]) -> PolicySummary:
         cost_per_task_usd=sum(r.total_cost_usd for r in records) / n,
         rule_decision_share=sum(s.is_hardcoded for s in decisions) / len(decisions) if decisions else 0.0,
         errors=sum(bool(r.error) for r in records),
+        infra_failures=infra,
     )
 
 
 HEADERS = ("policy", "backend", "episodes", "oracle success", "validator success", "avg steps",
-           "LLM calls/episode", "cost/task", "rule decisions", "errors")
+           "LLM calls/episode", "cost/task", "rule decisions", "errors", "infra failures")
 
 
 def summary_row(s: PolicySummary) -> tuple[str, ...]:
     oracle = "n/a" if s.oracle_success is None else f"{100 * s.oracle_success:.1f}%"
     return (s.policy, s.llm_backend, str(s.episodes), oracle, f"{100 * s.validator_success:.1f}%",
             f"{s.avg_steps:.2f}", f"{s.llm_calls_per_episode:.2f}", f"${s.cost_per_task_usd:.4f}",
-            f"{100 * s.rule_decision_share:.0f}%", str(s.errors))
+            f"{100 * s.rule_decision_share:.0f}%", str(s.errors), str(s.infra_failures))
 
 
 def format_markdown(summaries: list[PolicySummary]) -> str:

@@ -75,14 +75,17 @@ class EpisodeRecord:
     wall_s: float = 0.0
     solver_cpu_s: float = 0.0
     created_at: float = 0.0
-    error: str = ""  # non-empty when the episode ended on an infrastructure error
+    error: str = ""  # non-empty when the episode ended on an exception (a bug, a broken policy)
+    # Non-empty when a dependency failed (rollout/infra.py): the episode is not an outcome. Never
+    # stored: the rollout job does not commit such an episode, the next resume runs it again.
+    infra_error: str = ""
 
     @property
     def num_steps(self) -> int:
         return len(self.steps)
 
     def to_rows(self) -> list[dict[str, Any]]:
-        episode = {k: v for k, v in asdict(self).items() if k != "steps"}
+        episode = {k: v for k, v in asdict(self).items() if k != "steps" and k not in NOT_STORED}
         episode["num_steps"] = self.num_steps
         episode["schema_version"] = SCHEMA_VERSION
         return [{**episode, **asdict(step)} for step in self.steps]
@@ -99,6 +102,16 @@ class EpisodeRecord:
         return cls(**{k: first[k] for k in episode_names if k in first}, steps=steps)
 
 
+def is_infra_failure(record: EpisodeRecord) -> bool:
+    """True when the episode ended on an infrastructure failure (LLM endpoint, student service,
+    store, a solver that cannot start): not an outcome of the policy, so never scored, trained on
+    or rewarded."""
+    return bool(getattr(record, "infra_error", ""))
+
+
+# EpisodeRecord fields that are not columns of the store (see their comments).
+NOT_STORED = frozenset({"infra_error"})
+
 _PA_TYPES: dict[str, pa.DataType] = {
     "int": pa.int64(),
     "str": pa.string(),
@@ -113,7 +126,7 @@ def _arrow_fields() -> list[pa.Field]:
     seen: set[str] = set()
     for cls in (EpisodeRecord, StepRecord):
         for f in fields(cls):
-            if f.name == "steps" or f.name in seen:
+            if f.name == "steps" or f.name in seen or f.name in NOT_STORED:
                 continue
             seen.add(f.name)
             out.append(pa.field(f.name, _PA_TYPES[str(f.type)], nullable=True))

@@ -24,6 +24,7 @@ class RunningService:
     owns_ray: bool
     owns_serve: bool
     direct_ports: list[int] = field(default_factory=list)  # replicas' own HTTP servers (direct ingress)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per start-up phase
 
     @property
     def host(self) -> str:
@@ -94,15 +95,24 @@ def start_service(config: ServeConfig, *, address: str | None = None, num_cpus: 
 
     from serve.app import build_app
 
+    marks = [time.monotonic()]
     config.validate()
     config.check_exposure()
     _, manifest = verify_model(config.model, config.model_cache_dir or None)
+    marks.append(time.monotonic())
     owns_ray = ensure_ray(address, num_cpus)
+    marks.append(time.monotonic())
     owns_serve = ensure_serve(config)
+    marks.append(time.monotonic())
     registry = target_model(config, manifest, replace=True)
     serve.run(build_app(config), name=config.app_name, route_prefix=config.route_prefix)
+    marks.append(time.monotonic())
     service = RunningService(config, registry, owns_ray, owns_serve)
     wait_ready(service.url, wait_ready_s)
+    marks.append(time.monotonic())
+    service.timings = dict(zip(("verify model", "ray start", "serve proxy start", "deploy replicas",
+                                "first ready answer"), (b - a for a, b in zip(marks, marks[1:], strict=False)),
+                               strict=True))
     service.direct_ports = wait_direct_ports(registry, config, wait_ready_s)
     direct = service.direct_url  # asks the registry and probes the ports: once
     if direct:

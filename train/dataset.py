@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rollout.agent_table import AGENT_IDS, agent_name
-from rollout.trajectory import EpisodeRecord
+from rollout.trajectory import EpisodeRecord, is_infra_failure
 from train.encoder import ENCODER_VERSION, encode_state, encode_text
 from train.examples import Example, FilterCounts, select_examples, split_by_task
 
@@ -127,9 +127,12 @@ def build_examples(episodes: list[EpisodeRecord], config: BuildConfig,
                    paraphrase: Callable[[Example], Example | None] | None = None,
                    ) -> tuple[list[Example], dict[str, int]]:
     counts = FilterCounts()
+    infra = sum(is_infra_failure(e) for e in episodes)  # a dependency failed: not the policy's doing
+    episodes = [e for e in episodes if not is_infra_failure(e)]
     examples = select_examples(episodes, config.check, counts, prefer_cheap=config.prefer_cheap,
                                drop_idle=config.drop_idle, progress_only=config.progress_only)
-    stages = {"episodes read": counts.episodes_in, f"episodes accepted ({config.check})": counts.episodes_accepted,
+    stages = {"episodes read": counts.episodes_in + infra, "infrastructure failures dropped": infra,
+              f"episodes accepted ({config.check})": counts.episodes_accepted,
               "costly episodes dropped (prefer_cheap)": counts.episodes_costly,
               "steps read": counts.steps_in, "rule steps dropped": counts.steps_hardcoded,
               "idle steps dropped (drop_idle)": counts.steps_idle,

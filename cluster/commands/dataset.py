@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from cluster.errors import UsageError
+
 
 def register(app: typer.Typer) -> None:
     group = typer.Typer(no_args_is_help=True, help="Build supervised datasets from trajectories.")
@@ -50,6 +52,14 @@ def register(app: typer.Typer) -> None:
             assist = make_assist(llm_url, llm_model)
             judge_fn = assist.judge if judge else None
             paraphrase_fn = assist.paraphrase if paraphrase else None
+        from cluster.preflight import check_store
+        from train.dataset import parse_sources
+
+        try:
+            for store_url in {store_url for store_url, _ in parse_sources(sources)}:
+                check_store(store_url)  # no credentials, no answer: one line and exit 3, not minutes of retries
+        except DatasetError as exc:
+            raise UsageError(str(exc)) from exc
         try:
             episodes = read_sources(sources)
             card = build_dataset(episodes, out, config, sources=sources, judge=judge_fn, paraphrase=paraphrase_fn)

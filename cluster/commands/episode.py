@@ -37,12 +37,19 @@ def register(app: typer.Typer) -> None:
         except (TaskSpecError, PolicySpecError, ValueError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from exc
+        from cluster.preflight import check_policy_services
+
+        check_policy_services(policy)  # a student service that does not answer: one line, exit 3
         record = run_episode_sync(the_task, the_policy, EpisodeConfig(max_steps=max_steps, seed=seed,
                                                                        backend=SimAgents(sim)))
         if as_json:
             typer.echo(json.dumps(asdict(record), indent=2))
             return
         typer.echo(format_trace(record))
+        if record.infra_error:  # not an outcome of the policy: say what failed
+            from cluster.errors import Unreachable
+
+            raise Unreachable(f"infrastructure failure, not an outcome: {record.infra_error.splitlines()[0]}")
         raise typer.Exit(0 if record.success_validator else 1)
 
 

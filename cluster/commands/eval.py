@@ -19,6 +19,9 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(1000, help="first episode seed"),
         concurrency: int = typer.Option(4),
         only: str = typer.Option("", help="comma-separated subset of model,teacher,random,majority"),
+        as_json: bool = typer.Option(False, "--json", help="print JSON (one object per row)"),
+        markdown: bool = typer.Option(False, "--markdown", help="print the Markdown table"),
+        wide: bool = typer.Option(False, "--wide", help="one wide table (default: fit the terminal)"),
     ) -> None:
         """Print the comparison table: trained policy, teacher, random, majority class."""
         from rollout.sim.spec import is_sim_spec, sim_config_for, world_label
@@ -43,5 +46,21 @@ def register(app: typer.Typer) -> None:
         except (TaskSpecError, ManifestError, ValueError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from exc
-        typer.echo(f"{len(task_list)} tasks x {episodes} episodes, llm backend: sim (SIMULATED), world {world}\n")
-        typer.echo(format_rows(rows))
+        if as_json:
+            import json
+            from dataclasses import asdict
+
+            typer.echo(json.dumps([{"label": r.label, "spec": r.spec, "decision_ms": r.decision_ms,
+                                    **asdict(r.summary)} for r in rows], indent=1))
+            return
+        typer.echo(f"{len(task_list)} tasks x {episodes} episodes, SIMULATED agent world (llm backend sim), "
+                   f"world {world}\n")
+        if markdown:
+            typer.echo(format_rows(rows))
+            return
+        from cluster.commands.tables import print_table
+        from rollout.report import HEADERS, summary_row
+
+        print_table("", HEADERS, [summary_row(r.summary) for r in rows], wide=wide)
+        for r in rows:
+            typer.echo(f"{r.label}: {r.spec}; mean non-rule decision latency {r.decision_ms:.2f} ms")

@@ -31,6 +31,9 @@ def loop(
 
     try:
         cfg = LoopConfig.load(config, address=address, max_cycles=max_cycles)
+        from cluster.preflight import check_store
+
+        check_store(cfg.store)  # no credentials, no answer: one line and exit 3
     except LoopConfigError as exc:
         typer.echo(f"halo loop: {exc}", err=True)
         raise typer.Exit(2) from exc

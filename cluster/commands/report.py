@@ -23,13 +23,15 @@ def register(app: typer.Typer) -> None:
                                                     "(see `halo runs`) instead of running episodes"),
         store: str = typer.Option(None, "--store", help="store URL for --run (default: $HALO_STORE_URL "
                                                         "or ./halo-data)"),
+        as_json: bool = typer.Option(False, "--json", help="print JSON (one object per policy)"),
+        wide: bool = typer.Option(False, "--wide", help="one wide table (default: fit the terminal)"),
     ) -> None:
         """Run every policy on the same tasks and seeds; print the comparison table (or, with
         --run, the table of a stored run)."""
         if run is not None:
             from cluster.commands.runs import show_stored_run
 
-            show_stored_run(run, store, by, markdown=markdown)
+            show_stored_run(run, store, by, markdown=markdown, as_json=as_json, wide=wide)
             return
         import asyncio
         import time
@@ -67,6 +69,10 @@ def register(app: typer.Typer) -> None:
         if not task_list:
             typer.echo("error: the task spec matched no tasks", err=True)
             raise typer.Exit(2)
+        from cluster.preflight import check_policy_services
+
+        for spec in specs:
+            check_policy_services(spec)  # a student service that does not answer: one line, exit 3
         summaries = []
         all_records = []
         for spec, pol in policies.items():
@@ -78,6 +84,13 @@ def register(app: typer.Typer) -> None:
             summaries.append(summarize(spec, records))
             all_records += records
             typer.echo(f"  {spec}: {len(records)} episodes in {time.monotonic() - t0:.1f}s", err=True)
+        if as_json:
+            import json
+            from dataclasses import asdict
+
+            typer.echo(json.dumps({"simulated": True, "tasks": tasks, "seed": seed, "episodes_per_task": episodes,
+                                   "world": world_label(sim), "policies": [asdict(s) for s in summaries]}, indent=1))
+            return
         typer.echo(f"SIMULATED agent world (llm_backend=sim, world {world_label(sim)}) - not real-LLM results. "
                    f"tasks: {tasks} ({len(task_list)}), seed {seed}, episodes/task {episodes}, max steps {max_steps}")
         if group_by:
@@ -88,10 +101,6 @@ def register(app: typer.Typer) -> None:
         if markdown:
             typer.echo(format_markdown(summaries))
             return
-        from rich.console import Console
-        from rich.table import Table
+        from cluster.commands.tables import print_table
 
-        table = Table(*HEADERS)
-        for s in summaries:
-            table.add_row(*summary_row(s))
-        Console(width=160).print(table)
+        print_table("", HEADERS, [summary_row(s) for s in summaries], wide=wide)

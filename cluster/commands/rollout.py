@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import signal
+from typing import TYPE_CHECKING, Any
+
 import typer
+
+from cluster.errors import EXIT_FAILED, EXIT_INTERRUPTED, Busy, UsageError
+from cluster.preflight import preflight_rollout
+
+if TYPE_CHECKING:
+    from rollout.driver import RolloutConfig, RolloutJob
+    from rollout.driver.summary import RolloutSummary
 
 
 def register(app: typer.Typer) -> None:
@@ -22,6 +33,9 @@ def register(app: typer.Typer) -> None:
         llm_tpm: float = typer.Option(None, "--llm-tpm", help="LLM tokens/min for the whole job (all workers)"),
         llm_concurrency: int = typer.Option(None, "--llm-concurrency",
                                             help="LLM calls in flight at once for the whole job"),
+        dry_run: bool = typer.Option(False, "--dry-run", help="print the run ID, domain mix, episodes to resume "
+                                                              "and an estimate; run nothing"),
+        as_json: bool = typer.Option(False, "--json", help="print the job's summary as JSON (stdout)"),
         store: str = typer.Option(None, "--store", help="store URL: a directory or s3://bucket/prefix "
                                                         "(default: $HALO_STORE_URL or ./halo-data)"),
         episodes: int = typer.Option(200, "--episodes", help="episodes to run (tasks are cycled with new seeds)"),
@@ -43,12 +57,8 @@ def register(app: typer.Typer) -> None:
                                               "flight; the first copy to finish is kept (costs extra LLM calls)"),
     ) -> None:
         """Run episodes in parallel on Ray and commit each exactly once to the trajectory store."""
-        from cluster.commands.runs import print_run_report
         from cluster.config import Settings
-        from cluster.ray_cluster import shutdown, start_or_join
-        from rollout.driver import RolloutConfig, RolloutJob
-        from rollout.policies import PolicySpecError
-        from rollout.tasks import TaskSpecError
+        from rollout.driver import RolloutConfig
 
         config = RolloutConfig(store_url=store or Settings.from_env().store_url, tasks=tasks, policy=policy,
                                llm=llm, episodes=episodes, replicas=replicas, cpus_per_worker=cpus_per_worker,
@@ -56,31 +66,103 @@ def register(app: typer.Typer) -> None:
                                run_id=run_id, seed=seed, max_steps=max_steps, progress=progress,
                                retry_quarantined=retry_quarantined, backup_tail=backup_tail, llm_rpm=llm_rpm,
                                llm_tpm=llm_tpm, llm_concurrency=llm_concurrency)
+        job = make_job(config)
+        if dry_run:
+            print_dry_run(job, as_json=as_json)
+            return
+        preflight_rollout(llm, policy, config.store_url)  # before Ray starts: one line and exit 3
+        refuse_second_writer(job)
+        stored = job.asks_fewer_than_stored()
+        if stored is not None:
+            typer.echo(job.fewer_message(stored), err=True)
+            raise typer.Exit(0)
+        summary = run_job(job, address, dashboard=dashboard)
+        report_summary(job, summary, as_json=as_json)
+        raise typer.Exit({"completed": 0, "interrupted": EXIT_INTERRUPTED}.get(summary.status, EXIT_FAILED))
+
+
+def make_job(config: RolloutConfig) -> RolloutJob:
+    """All argument and spec checks, before Ray starts (exit 2 with one line)."""
+    from rollout.driver import RolloutJob
+
+    try:
+        return RolloutJob(config)
+    except ValueError as exc:  # TaskSpecError, PolicySpecError, SimSpecError, ... are ValueErrors
+        raise UsageError(str(exc).strip().splitlines()[0]) from exc
+
+
+def refuse_second_writer(job: RolloutJob) -> None:
+    """A live writer of the run: exit 4 now, before Ray starts (the job's own lease still guards a race)."""
+    from rollout.driver.lifecycle import live_writer
+
+    held = live_writer(job.store, job.run_id)
+    if held is not None:
+        raise Busy(f"run {job.run_id} is being written by another process ({held.describe()}); "
+                   f"`halo runs stop {job.run_id}` stops it, or use another --run-id")
+
+
+def run_job(job: RolloutJob, address: str | None, *, dashboard: bool) -> RolloutSummary:
+    """Ray up, the job, Ray down; SIGTERM (a pod stop, `kill`) is handled like Ctrl-C."""
+    from cluster.ray_cluster import shutdown, start_or_join
+    from rollout.store.lease import LeaseHeld
+
+    typer.echo(f"run {job.run_id}: {len(job.specs)} episodes over {len(job.tasks)} tasks -> {job.store.url}",
+               err=True)
+    try:
+        handle = start_or_join(address, dashboard=dashboard)
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # after Ray installed its own
         try:
-            job = RolloutJob(config)
-        except (TaskSpecError, PolicySpecError, ValueError) as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from exc
-        typer.echo(f"run {job.run_id}: {len(job.specs)} episodes over {len(job.tasks)} tasks -> {job.store.url}",
-                   err=True)
-        try:
-            handle = start_or_join(address, dashboard=dashboard)
-            try:
-                summary = job.run()
-            except ValueError as exc:  # e.g. the run exists with other arguments
-                typer.echo(f"error: {exc}", err=True)
-                raise typer.Exit(2) from exc
-            finally:
-                shutdown(handle)
-        except KeyboardInterrupt as exc:  # Ctrl-C before the job's own loop took over
-            typer.echo("interrupted before any episode ran; nothing was committed", err=True)
-            raise typer.Exit(130) from exc
-        typer.echo(f"{summary.status}: {summary.committed} new episodes committed ({summary.resumed} already there) "
-                   f"in {summary.wall_s:.1f}s, {summary.episodes_per_s:.1f} episodes/s on {summary.workers} workers"
-                   + (f"; {len(summary.quarantined)} tasks quarantined" if summary.quarantined else "")
-                   + (f"; solver cache hit rate {summary.solver_cache_hit_rate:.0%}" if summary.solver_cache.get("hits")
-                      or summary.solver_cache.get("misses") else ""), err=True)
-        if summary.message:
-            typer.echo(summary.message, err=True)
-        print_run_report(job.store, job.run_id)
-        raise typer.Exit({"completed": 0, "interrupted": 130}.get(summary.status, 1))
+            return job.run()
+        except LeaseHeld as exc:  # another writer won the race for the run's lease
+            raise Busy(str(exc)) from exc
+        except ValueError as exc:  # e.g. the run exists with other arguments
+            raise UsageError(str(exc)) from exc
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            shutdown(handle)
+    except KeyboardInterrupt as exc:  # Ctrl-C before the job's own loop took over
+        typer.echo("interrupted before any episode ran; nothing was committed", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from exc
+
+
+def report_summary(job: RolloutJob, summary: RolloutSummary, *, as_json: bool) -> None:
+    from cluster.commands.runs import print_run_report
+
+    if as_json:
+        typer.echo(json.dumps(summary_json(summary), indent=1))
+        return
+    typer.echo(f"{summary.status}: {summary.committed} new episodes committed ({summary.resumed} already there) "
+               f"in {summary.wall_s:.1f}s, {summary.episodes_per_s:.1f} episodes/s on {summary.workers} workers"
+               + (f"; {len(summary.quarantined)} tasks quarantined" if summary.quarantined else "")
+               + (f"; {summary.infra_failures} infrastructure failures (not committed)"
+                  if summary.infra_failures else "")
+               + (f"; solver cache hit rate {summary.solver_cache_hit_rate:.0%}" if summary.solver_cache.get("hits")
+                  or summary.solver_cache.get("misses") else ""), err=True)
+    if summary.message:
+        typer.echo(summary.message, err=True)
+    if summary.top_failures:
+        typer.echo("top failure reasons: " + ", ".join(f"{k} {v}" for k, v in summary.top_failures), err=True)
+    print_run_report(job.store, job.run_id)
+
+
+def summary_json(summary: RolloutSummary) -> dict[str, Any]:
+    return {"run_id": summary.run_id, "status": summary.status, "store": summary.store_url,
+            "requested": summary.requested, "committed": summary.resumed + summary.committed,
+            "new": summary.committed, "resumed": summary.resumed, "succeeded": summary.succeeded,
+            "infra_failures": summary.infra_failures, "dropped": summary.dropped,
+            "quarantined": [q.task_id for q in summary.quarantined], "top_failures": summary.top_failures,
+            "message": summary.message, "wall_s": round(summary.wall_s, 3)}
+
+
+def print_dry_run(job: RolloutJob, *, as_json: bool) -> None:
+    """What the job would do: run ID, domain mix, episodes stored and to run, an estimate."""
+    from rollout.driver.dry_run import plan_summary
+
+    plan = plan_summary(job)
+    if as_json:
+        typer.echo(json.dumps(plan, indent=1))
+        return
+    typer.echo(f"run {plan['run_id']} in {plan['store']}: {plan['requested']} episodes, "
+               f"{plan['stored']} already stored, {plan['to_run']} to run")
+    typer.echo("domain mix: " + ", ".join(f"{d} {n}" for d, n in plan["domains"].items()))
+    typer.echo(f"estimate: {plan['estimate']}")

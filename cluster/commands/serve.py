@@ -21,8 +21,15 @@ def register(app: typer.Typer) -> None:
         insecure: bool = typer.Option(None, "--insecure", help="allow serving without API keys on a non-loopback host"),
     ) -> None:
         """Serve decisions over HTTP until interrupted (Ctrl-C stops the service)."""
+        import os
         import signal
         import threading
+        import time
+
+        if not address:
+            # Serve keeps a stopping direct-ingress replica up 30 s so a load balancer can drop it
+            # first; a service on its own in-process Ray has none in front (k8s sets its own).
+            os.environ.setdefault("RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S", "1")
 
         from serve.config import ConfigError, ServeConfig
         from serve.launcher import start_service, stop_service
@@ -34,6 +41,10 @@ def register(app: typer.Typer) -> None:
                                   insecure=insecure)
             if not cfg.model:
                 raise ConfigError("no model: pass --model or set `model:` in the config")
+            if str(cfg.model).startswith(("s3://", "s3a://")):
+                from cluster.preflight import check_store
+
+                check_store(str(cfg.model))  # no credentials or no answer: one line, exit 3, before Ray
             warning = cfg.check_exposure()
             if warning:
                 typer.echo(warning, err=True)
@@ -41,22 +52,27 @@ def register(app: typer.Typer) -> None:
         except (ConfigError, ManifestError, ModelSourceError) as exc:
             typer.echo(f"halo serve: {exc}", err=True)
             raise typer.Exit(2) from exc
-        import httpx
-
-        ready = httpx.get(f"{service.url}/readyz", timeout=10).json()
-        typer.echo(f"serving {ready['name']} version {ready['version']} ({ready['policy_class']}, "
-                   f"runtime {ready['runtime']}) at {service.url}")
-        typer.echo(f"  POST {service.url}/v1/decide   docs: {service.url}/docs   metrics: {service.url}/metrics")
-        if service.direct_url:
-            typer.echo(f"  direct ingress (the fast path, no proxy hop): {service.direct_url}")
-        if cfg.key_ring().enabled:
-            typer.echo("  API keys required (Authorization: Bearer KEY); admin routes need an admin key")
-        stop = threading.Event()
+        stop = threading.Event()  # before "serving" is printed: a Ctrl-C right after it still stops cleanly
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
         try:
+            import httpx
+
+            ready = httpx.get(f"{service.url}/readyz", timeout=10).json()
+            if os.environ.get("HALO_SERVE_TIMINGS") == "1":
+                typer.echo("start-up: " + ", ".join(f"{k} {v:.1f}s" for k, v in service.timings.items()), err=True)
+            typer.echo(f"serving {ready['name']} version {ready['version']} ({ready['policy_class']}, "
+                       f"runtime {ready['runtime']}) at {service.url}")
+            typer.echo(f"  POST {service.url}/v1/decide   docs: {service.url}/docs   metrics: {service.url}/metrics")
+            if service.direct_url:
+                typer.echo(f"  direct ingress (the fast path, no proxy hop): {service.direct_url}")
+            if cfg.key_ring().enabled:
+                typer.echo("  API keys required (Authorization: Bearer KEY); admin routes need an admin key")
             while not stop.wait(0.5):
                 pass
         finally:
             typer.echo("stopping the decision service")
+            t0 = time.monotonic()
             stop_service(service)
+            if os.environ.get("HALO_SERVE_TIMINGS") == "1":
+                typer.echo(f"stopped in {time.monotonic() - t0:.1f}s", err=True)

@@ -179,15 +179,18 @@ def run_solve(args: argparse.Namespace) -> int:
         remaining = max(0.05, args.timeout - (time.monotonic() - t0))
         verdict = solvers.validate(domain, problem, result.plan_text, limits=solvers.Limits(timeout_s=remaining))
     result.wall_s = time.monotonic() - t0
-    lines = [f"planner: {result.planner}  category: {result.category.value}  cost: {result.cost}  "
+    notes = [f"planner: {result.planner}  category: {result.category.value}  cost: {result.cost}  "
              f"wall: {result.wall_s:.3f}s"]
-    if result.ok:
-        lines.append(result.plan_text.rstrip("\n"))
-    else:
-        lines.append(result.message[:800] or result.output_tail[-800:])
+    if not result.ok:
+        notes.append(result.message[:800] or result.output_tail[-800:])
     if verdict is not None:
-        lines += _verdict_lines(verdict)
-    _emit(args.as_json, {"plan": result.to_dict(), "validation": verdict and verdict.to_dict()}, lines)
+        notes += _verdict_lines(verdict)
+    if args.as_json:
+        _emit(True, {"plan": result.to_dict(), "validation": verdict and verdict.to_dict()}, [])
+    else:  # the plan alone on stdout (`halo solve ... > plan.txt`), what is said about it on stderr
+        print("\n".join(notes), file=sys.stderr)
+        if result.ok:
+            print(result.plan_text.rstrip("\n"))
     return 0 if result.ok and (verdict is None or verdict.valid) else 1
 
 

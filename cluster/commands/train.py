@@ -13,8 +13,11 @@ def register(app: typer.Typer) -> None:
         data: Path = typer.Option(..., "--data", help="dataset directory from `halo dataset build`"),
         out: str = typer.Option(..., "--out", help="artifact directory, e.g. halo-data/models/NAME, or "
                                                    "s3://bucket/prefix/models/NAME (staged locally, then uploaded)"),
-        policy_class: str = typer.Option("llm", "--policy-class", help="llm | hashed_linear (the fast policy)"),
-        base_model: str = typer.Option("smollm2", "--base-model", help="model directory, or 'smollm2'"),
+        policy_class: str = typer.Option(None, "--policy-class",
+                                         help="hashed_linear (the fast policy, under a minute on a CPU; also 'fast') | "
+                                              "llm ((Q)LoRA on the base model on Ray Train: minutes to hours); "
+                                              "default: llm when --base-model is given, else the fast policy"),
+        base_model: str = typer.Option(None, "--base-model", help="model directory, or 'smollm2' (llm only)"),
         workers: int = typer.Option(1, help="Ray Train workers (DDP)"),
         qlora: bool = typer.Option(None, "--qlora/--no-qlora", help="4-bit NF4 base (default: on with CUDA)"),
         epochs: int = typer.Option(3),
@@ -40,10 +43,20 @@ def register(app: typer.Typer) -> None:
         from train.dataset import DatasetError
         from train.store_io import stage_output, upload_output
 
+        policy_class = policy_class or ("llm" if base_model else "hashed_linear")
+        policy_class = {"fast": "hashed_linear"}.get(policy_class, policy_class)
+        base_model = base_model or "smollm2"
         if policy_class not in ("llm", "hashed_linear"):
-            raise typer.BadParameter("--policy-class must be llm or hashed_linear")
-        local_out = stage_output(out)
+            raise typer.BadParameter("--policy-class must be hashed_linear (fast) or llm")
         name = name or out.rstrip("/").rsplit("/", 1)[-1]
+        typer.echo(_plan_line(policy_class, data, base_model, epochs, max_steps, batch_size, grad_accum, workers,
+                              max_length, max_train_examples), err=True)
+        _quiet_third_party()
+        if out.startswith(("s3://", "s3a://")):
+            from cluster.preflight import check_store
+
+            check_store(out)  # before training, not at the upload after it
+        local_out = stage_output(out)
         try:
             if policy_class == "hashed_linear":
                 from train.fast_policy import train_fast_policy_dir
@@ -58,6 +71,38 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"{manifest.policy_class} model {manifest.name} {manifest.version} -> {where}")
         for key, value in sorted(manifest.metrics.items()):
             typer.echo(f"  {key:>20}: {value:.4g}")
+
+
+def _plan_line(policy_class: str, data: Path, base_model: str, epochs: int, max_steps: int, batch_size: int,
+               grad_accum: int, workers: int, max_length: int, max_train_examples: int) -> str:
+    """What is about to run, printed before anything heavy starts."""
+    from train.dataset import read_split
+
+    try:
+        examples = len(read_split(data, "train"))
+    except Exception:  # noqa: BLE001  (the training call reports a bad dataset itself)
+        return f"training {policy_class} on {data}"
+    if policy_class == "hashed_linear":
+        return f"training the fast policy (hashed_linear) on {examples} examples from {data} (under a minute on a CPU)"
+    if max_train_examples:
+        examples = min(examples, max_train_examples)
+    per_step = max(1, batch_size * grad_accum * workers)
+    steps = max_steps or -(-examples // per_step) * epochs
+    return (f"training llm: (Q)LoRA on base model {base_model}, {examples} examples, {epochs} epoch(s), "
+            f"{steps} optimizer steps of {per_step} examples at length {max_length} on {workers} worker(s); "
+            "each logged step prints its time (--policy-class hashed_linear trains the fast policy in seconds)")
+
+
+def _quiet_third_party() -> None:
+    """transformers, bitsandbytes and friends warn about things a user cannot act on; the variables
+    reach the Ray Train workers this process starts."""
+    import os
+    import warnings
+
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("PYTHONWARNINGS", "ignore")
+    warnings.filterwarnings("ignore", module=r"(transformers|bitsandbytes|peft|accelerate|torch)(\..*)?")
 
 
 def _train_llm(**kw: object) -> object:

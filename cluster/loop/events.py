@@ -6,21 +6,20 @@ rename) and never rewritten, so a crash leaves either the event or nothing. Ever
 idempotency key (`c0003.train`, ...): a step whose key is in the log is done and is never run again,
 which is how a restarted loop resumes and why a candidate is never trained or promoted twice.
 
-A lease object keeps a second loop process from writing the same log at the same time.
+A lease object (rollout/store/lease.py, shared with rollout runs) keeps a second loop process
+from writing the same log at the same time.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
 import time
-import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rollout.store.lease import LEASE_TTL_S, Lease, LeaseHeld, new_owner
+
 EVENT_FORMAT = 1
-LEASE_TTL_S = 120.0
 
 
 class EventLogError(RuntimeError):
@@ -60,7 +59,8 @@ class EventLog:
     def __init__(self, store: Any, name: str) -> None:
         self.store = store
         self.prefix = f"loop/{name}"
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = new_owner()
+        self._lease = Lease(store, f"{self.prefix}/lease.json", what=f"loop {self.prefix}", owner=self.owner)
         self._events: list[Event] | None = None
 
     # ---- reading --------------------------------------------------------------------------
@@ -116,30 +116,24 @@ class EventLog:
 
     def acquire_lease(self, ttl_s: float = LEASE_TTL_S) -> None:
         """Refuse to start while another live loop process holds this log."""
-        held = self._lease()
-        if held and held["owner"] != self.owner and time.time() - held["at"] < held.get("ttl_s", ttl_s):
-            raise EventLogError(f"loop {self.prefix} is running elsewhere ({held['owner']}, "
-                                f"{time.time() - held['at']:.0f}s ago); stop it or wait {ttl_s:.0f}s")
-        self.renew_lease(ttl_s)
+        self._lease.ttl_s = ttl_s
+        try:
+            self._lease.acquire()
+        except LeaseHeld as exc:
+            raise EventLogError(f"loop {self.prefix} is running elsewhere ({exc}); stop it or wait "
+                                f"{ttl_s:.0f}s") from exc
 
     def renew_lease(self, ttl_s: float = LEASE_TTL_S) -> None:
-        self.store.put_bytes(f"{self.prefix}/lease.json",
-                             json.dumps({"owner": self.owner, "at": time.time(), "ttl_s": ttl_s}).encode())
+        self._lease.ttl_s = ttl_s
+        self._lease._write(time.time())
 
     def release_lease(self) -> None:
-        held = self._lease()
-        if held and held["owner"] == self.owner:
-            self.store.put_bytes(f"{self.prefix}/lease.json",
-                                 json.dumps({"owner": "", "at": 0.0, "ttl_s": 0.0}).encode())
-
-    def _lease(self) -> dict[str, Any] | None:
-        raw = self.store.get_bytes(f"{self.prefix}/lease.json")
-        return json.loads(raw) if raw else None
+        self._lease.release()
 
     def _check_lease(self) -> None:
-        held = self._lease()
-        if held and held["owner"] not in ("", self.owner) and time.time() - held["at"] < held.get("ttl_s", 0):
-            raise EventLogError(f"loop {self.prefix} lease is held by {held['owner']}")
+        held = self._lease.holder()
+        if held is not None:
+            raise EventLogError(f"loop {self.prefix} lease is held by {held.owner}")
 
     # ---- side files (dataset lists, ...) ----------------------------------------------------
 

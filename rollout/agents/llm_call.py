@@ -1,20 +1,19 @@
 """One real-LLM agent step: prompt -> chat endpoint -> extraction -> AgentOutcome.
 
 Called by the LLM agent classes (rollout.agents.llm_agents) when the episode has a real chat
-backend (`ctx.llm`). Never raises for a bad reply or an endpoint failure: the step fails with
-ok=False, the state's artefacts unchanged, and a message saying why.
+backend (`ctx.llm`). Never raises for a bad reply: the step fails with ok=False, the state's
+artefacts unchanged, and a message saying why. An endpoint failure past the client's retries
+(`LLMError`) is raised: it is an infrastructure failure (rollout/infra.py), not the agent's.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from rollout.agent_table import agent_name
 from rollout.agents.base import AgentContext, AgentOutcome
 from rollout.agents.extract import ExtractionError, extract_pddl, extract_tagged_text
 from rollout.agents.prompts import build_messages, prompt_for
-from rollout.llm.errors import LLMError
 from rollout.state import EpisodeState
 
 
@@ -41,12 +40,7 @@ async def run_real_llm_agent(agent_id: int, state: EpisodeState, ctx: AgentConte
     except KeyError as exc:
         return failed(str(exc.args[0]))
     messages = build_messages(agent_id, state, ctx.task, dynamic_profile)
-    t0 = time.perf_counter()
-    try:
-        reply = await ctx.llm.chat(messages, purpose=f"agent:{name}")
-    except LLMError as exc:
-        return failed(f"LLM call failed ({exc.kind}) after {exc.attempts} attempt(s): {exc}", llm_calls=1,
-                      latency_ms=(time.perf_counter() - t0) * 1000.0)
+    reply = await ctx.llm.chat(messages, purpose=f"agent:{name}")  # LLMError: an infra failure
     usage = _usage(reply)
     text = str(getattr(reply, "text", reply) or "")
     try:

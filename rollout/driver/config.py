@@ -26,6 +26,11 @@ class RolloutConfig:
     seed: int = 0
     max_steps: int = 10
     max_attempts: int = 3  # crashes of one task before it is quarantined
+    # Infrastructure failures (rollout/driver/infra_failures.py) before the job stops as failed;
+    # None: at least 10, else 5% of the episodes.
+    max_infra_failures: int | None = None
+    lease_ttl_s: float = 60.0  # the run's lease expires this long after its writer's last heartbeat
+    lease_confirm_s: float = 0.5  # taking the lease: write, wait this long, read back (racing writers)
     # A resumed run keeps the tasks an earlier session quarantined out (their episodes would
     # crash workers again); True gives them a fresh set of attempts.
     retry_quarantined: bool = False

@@ -35,14 +35,17 @@ import pyarrow.compute as pc
 from rollout.driver.actors import Slot, WorkerPool
 from rollout.driver.committer import Committer
 from rollout.driver.config import RolloutConfig
+from rollout.driver.infra_failures import InfraTally, default_limit
 from rollout.driver.plan import EpisodeSpec, default_run_id, plan_episodes
 from rollout.driver.progress import ProgressDisplay, ProgressStats
 from rollout.driver.quarantine import Quarantine, Strike
-from rollout.driver.run_meta import close_run, open_run, record_progress
+from rollout.driver.run_meta import close_run, open_run, record_progress, same_identity
 from rollout.driver.scheduling import Dispatcher, Schedule
-from rollout.driver.summary import RolloutSummary
+from rollout.driver.summary import RolloutSummary, top_failure_reasons
 from rollout.driver.worker import EpisodeSummary, WorkerBatch, parse_llm_spec
-from rollout.store import RetryPolicy, RunMeta, TrajectoryStore, check_run_id
+from rollout.infra import short_reason
+from rollout.store import RetryPolicy, RunMeta, StoreUnavailable, TrajectoryStore, check_run_id
+from rollout.store.lease import Lease, LeaseInfo, run_lease_path, run_stop_path
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +76,7 @@ class RolloutJob:
                                    llm_concurrency_limit=config.llm_concurrency)
         self.pool = WorkerPool(config)
         self.quarantine = Quarantine(config.max_attempts)
+        self.infra = InfraTally(config.max_infra_failures or default_limit(len(self.specs)))
         self.peak_rss_mb = 0.0
         self.solver_cpu_s = 0.0
         self._worker_cpu: dict[int, float] = {}  # pid -> CPU seconds of its process tree, last seen
@@ -81,6 +85,8 @@ class RolloutJob:
         self._task_steps: dict[str, tuple[int, int]] = {}  # task ID -> (episodes, steps) accepted
         self._steps_seen = (0, 0)
         self._t_dispatch = self._t_end = 0.0
+        self._stop_checked = 0.0
+        self.lease: Lease | None = None
 
     @property
     def slots(self) -> list[Slot]:
@@ -89,10 +95,32 @@ class RolloutJob:
     # ---- public --------------------------------------------------------------------------
 
     def run(self) -> RolloutSummary:
+        """Run the job under the run's lease: a second writer of the same run is refused
+        (LeaseHeld) before it writes anything."""
         t0 = time.monotonic()
+        self.lease = Lease(self.store, run_lease_path(self.run_id), what=f"run {self.run_id}",
+                           ttl_s=self.config.lease_ttl_s)
+        previous = self.lease.acquire(confirm_s=self.config.lease_confirm_s)
+        self.lease.start_heartbeat()
+        try:
+            return self._run_leased(t0, previous)
+        finally:
+            try:
+                self.lease.release()
+            except StoreUnavailable:  # a store outage: the lease expires by itself (its TTL)
+                log.warning("could not release the lease of run %s; it expires in %.0fs", self.run_id,
+                            self.lease.ttl_s)
+
+    def _run_leased(self, t0: float, previous: LeaseInfo | None) -> RolloutSummary:
+        existing = self.asks_fewer_than_stored()
+        if existing is not None:
+            return self._fewer_than_stored(existing, t0)
         meta = open_run(self.store, self.run_id, self.config, len(self.specs))
         committed = self.store.episode_ids(self.run_id)
-        self.store.remove_orphans(self.run_id)
+        # Only files from before the previous holder's last heartbeat (or from before this lease,
+        # when the previous one was released): a file newer than that may be another writer's.
+        cutoff = previous.at if previous is not None and previous.owner else self.lease.acquired_at
+        self.store.remove_orphans(self.run_id, older_than=cutoff)
         todo = [s for s in self.specs if s.episode_id not in committed]
         self.stats.resumed = len(self.specs) - len(todo)
         if not self.config.retry_quarantined:
@@ -113,7 +141,7 @@ class RolloutJob:
                     self.stats.started = self._t_dispatch = time.monotonic()
                     status, message = self._loop(meta, dispatcher, committer, display)
         except KeyboardInterrupt:
-            status, message = "interrupted", "stopped by Ctrl-C; re-run the same command to resume"
+            status, message = "interrupted", "stopped by Ctrl-C or SIGTERM; re-run the same command to resume"
         finally:
             self.pool.stop()
             committer.close()
@@ -122,9 +150,48 @@ class RolloutJob:
         if committer.failure is not None:
             status = "failed"
             message = str(committer.failure)
+        elif self.infra.given_up and status == "completed":  # episodes left out: the run is not complete
+            status, message = "failed", self.infra.reason()
         summary = self._summary(committer, status, message, time.monotonic() - t0, dispatcher.backups)
         close_run(self.store, meta, summary)
         return summary
+
+    def asks_fewer_than_stored(self) -> RunMeta | None:
+        """The run's metadata when it exists with these arguments and asked for more episodes than
+        this job does (`--episodes 50` after a 200-episode run): then there is nothing to do."""
+        existing = self.store.read_run_meta(self.run_id)
+        if (existing is not None and existing.episodes_requested > len(self.specs)
+                and same_identity(existing, self.config)):
+            return existing
+        return None
+
+    def fewer_message(self, meta: RunMeta) -> str:
+        stored = len(self.store.episode_ids(self.run_id))
+        return (f"run {self.run_id} already holds {stored} of its {meta.episodes_requested} requested episodes; "
+                f"--episodes {len(self.specs)} asks for fewer: nothing was run or recorded "
+                f"(pass --episodes {meta.episodes_requested} or more to resume or extend it)")
+
+    def _fewer_than_stored(self, meta: RunMeta, t0: float) -> RolloutSummary:
+        """--episodes below what the run asked for before: nothing to run, the record stays as it is."""
+        message = self.fewer_message(meta)
+        self.stats.resumed = len(self.specs)
+        return self._summary(Committer(self.store, self.run_id), "completed", message, time.monotonic() - t0, 0)
+
+    def _stop_reason(self) -> tuple[str, str] | None:
+        """A stop asked with `halo runs stop` (checked every 2 s), or the lease lost to another writer."""
+        if self.lease.lost:
+            return "failed", f"lost the run's lease: {self.lease.lost}"
+        now = time.monotonic()
+        if now - self._stop_checked < 2.0:
+            return None
+        self._stop_checked = now
+        try:
+            raw = self.store.get_bytes(run_stop_path(self.run_id))
+        except StoreUnavailable:  # an outage: the committer reports it and stops the job
+            return None
+        if raw and _stop_time(raw) >= self.lease.acquired_at:
+            return "interrupted", "stopped by `halo runs stop`; re-run the same command to resume"
+        return None
 
     def worker_pids(self) -> list[int]:
         return self.pool.pids()
@@ -142,6 +209,11 @@ class RolloutJob:
                 return "failed", str(committer.failure)
             if self.pool.stop_reason:
                 return "failed", self.pool.stop_reason
+            if self.infra.over_limit:
+                return "failed", self.infra.reason()
+            stop = self._stop_reason()
+            if stop:
+                return stop
             self.pool.poll(self.stats, lambda slot: self._worker_died(slot, state))
             if committer.pending < MAX_UNCOMMITTED:  # backpressure: let a slow store catch up
                 dispatcher.dispatch(self.pool.slots)
@@ -211,6 +283,10 @@ class RolloutJob:
             if outcome.spec.episode_id in state.done:  # the other copy of a tail backup won
                 discarded = True
                 continue
+            if summary is not None and summary.infra_error:  # not an outcome: never committed
+                discarded = True
+                self._infra_failed(slot, outcome.spec, summary.infra_error, state)
+                continue
             if summary is None or summary.num_steps == 0:  # raised, or ended on an error before any step
                 if state.settled(outcome.spec):  # its other copy is still running: let it decide
                     continue
@@ -250,6 +326,18 @@ class RolloutJob:
             n, total = self._task_steps.get(record.task_id, (0, 0))
             self._task_steps[record.task_id] = (n + 1, total + record.num_steps)
             self._steps_seen = (self._steps_seen[0] + 1, self._steps_seen[1] + record.num_steps)
+
+    def _infra_failed(self, slot: Slot, spec: EpisodeSpec, infra_error: str, state: Schedule) -> None:
+        """A dependency failed during the episode: count it, run it again or leave it for the next resume."""
+        if state.settled(spec):  # its other copy is still running: let it decide
+            return
+        self.stats.errors[f"infra:{short_reason(infra_error)}"] += 1
+        slot.window.on_result(ok=False)
+        if self.infra.record(spec.episode_id, infra_error):
+            self.stats.retries += 1
+            state.pending.append(spec)
+        else:
+            self.stats.dropped += 1
 
     def _expected_steps(self, spec: EpisodeSpec) -> float:
         """The mean steps of the task's episodes accepted so far (of all episodes, for a task not
@@ -322,8 +410,18 @@ class RolloutJob:
             rows_committed=committer.rows, message=message,
             solver_cache={k: sum(c.get(k, 0) for c in self._solver_cache.values()) for k in ("hits", "misses")},
             max_in_flight=self.stats.max_in_flight, llm_429=self.stats.llm_429, budget=dict(pool.budget_stats),
-            worker_cpus=dict(self._worker_cpus),
+            worker_cpus=dict(self._worker_cpus), infra_failures=self.infra.failures,
+            top_failures=top_failure_reasons(self.stats.errors),
         )
+
+
+def _stop_time(raw: bytes) -> float:
+    import json
+
+    try:
+        return float(json.loads(raw).get("at", 0.0))
+    except (ValueError, AttributeError, TypeError):
+        return 0.0
 
 
 def run_rollout(config: RolloutConfig, *, store: TrajectoryStore | None = None) -> RolloutSummary:

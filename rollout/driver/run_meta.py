@@ -16,6 +16,11 @@ from rollout.store import RunMeta, StoreUnavailable, TrajectoryStore
 log = logging.getLogger(__name__)
 
 
+def same_identity(meta: RunMeta, config: RolloutConfig) -> bool:
+    identity = config.identity()
+    return {k: meta.config.get(k) for k in IDENTITY_KEYS} == identity
+
+
 def open_run(store: TrajectoryStore, run_id: str, config: RolloutConfig, episodes_requested: int) -> RunMeta:
     meta = store.read_run_meta(run_id)
     identity = config.identity()

@@ -40,6 +40,8 @@ class RolloutSummary:
     budget: dict[str, Any] = field(default_factory=dict)  # the budget coordinator's counters
     solver_cache: dict[str, float] = field(default_factory=dict)  # hits/misses summed over the workers
     worker_cpus: dict[int, tuple[int, ...]] = field(default_factory=dict)  # worker PID -> CPUs it ran pinned to
+    infra_failures: int = 0  # episodes that failed on infrastructure (not committed; a resume redoes them)
+    top_failures: list[tuple[str, int]] = field(default_factory=list)  # the most common failure reasons
 
     @property
     def solver_cache_hit_rate(self) -> float:
@@ -49,3 +51,8 @@ class RolloutSummary:
     @property
     def episodes_per_s(self) -> float:
         return self.committed / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def top_failure_reasons(errors: dict[str, int], n: int = 3) -> list[tuple[str, int]]:
+    """The `n` most common reasons episodes did not succeed (unsolved:<category>, infra:<kind>, ...)."""
+    return sorted(((k, v) for k, v in errors.items() if v), key=lambda kv: (-kv[1], kv[0]))[:n]

@@ -70,12 +70,13 @@ class EpisodeSummary:
     error: str
     last_error_category: str
     solver_cpu_s: float
+    infra_error: str = ""  # a dependency failed (rollout/infra.py): not committed, run again
 
     @classmethod
     def of(cls, record: EpisodeRecord) -> EpisodeSummary:
         last = record.steps[-1].error_category if record.steps else ""
         return cls(record.episode_id, record.task_id, record.num_steps, bool(record.success_validator),
-                   record.success_oracle, record.error, last, record.solver_cpu_s)
+                   record.success_oracle, record.error, last, record.solver_cpu_s, record.infra_error)
 
 
 @dataclass
@@ -357,7 +358,7 @@ class RolloutWorker:
                 outcomes.append(EpisodeOutcome(spec, None, error=got))
                 continue
             outcomes.append(EpisodeOutcome(spec, EpisodeSummary.of(got), llm_latency_ms=_mean_llm_latency_ms(got)))
-            if got.steps:
+            if got.steps and not got.infra_error:  # an infra failure is never committed
                 with_steps.append(got)
         rows, rows_size = None, 0
         if with_steps:

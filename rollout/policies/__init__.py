@@ -40,27 +40,31 @@ def _resolve(name: str) -> PolicyFactory | None:
         raise PolicySpecError(str(exc)) from exc
 
 
-def _params(text: str) -> dict[str, str]:
+def _params(text: str, known: tuple[str, ...]) -> dict[str, str]:
+    """`k=v,k=v` -> dict; an unknown key is refused (a typo must not fall back to a default)."""
     out: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = part.partition("=")
         if not sep:
             raise PolicySpecError(f"policy parameter {part!r} must look like key=value")
         out[key.strip()] = value.strip()
+    unknown = sorted(set(out) - set(known))
+    if unknown:
+        raise PolicySpecError(f"unknown parameter(s) {', '.join(unknown)}; known: {', '.join(known) or 'none'}")
     return out
 
 
 def _random_factory(params: str, seed: int) -> Policy:
     from rollout.policies.random import RandomPolicy
 
-    p = _params(params)
+    p = _params(params, ("seed",))
     return RandomPolicy(seed=int(p.get("seed", seed)))
 
 
 def _scripted_factory(params: str, seed: int) -> Policy:
     from rollout.policies.scripted import ScriptedPolicy
 
-    p = _params(params)
+    p = _params(params, ("noise", "seed"))
     return ScriptedPolicy(noise=float(p.get("noise", 0.1)), seed=int(p.get("seed", seed)))
 
 

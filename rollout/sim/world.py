@@ -14,7 +14,7 @@ import copy
 import math
 import random
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from rollout.agent_table import DYNAMIC_AGENT_ID, EMERGENCY_ID, NATURAL_LANGUAGE_ID, agent_name
@@ -316,7 +316,6 @@ class SimWorld:
     async def wait(self, outcome: AgentOutcome, state: EpisodeState) -> AgentOutcome:
         """Spend the simulated call's time, drawing on the job's LLM budget like a real call."""
         from rollout.llm.budget import llm_gate
-        from rollout.llm.errors import LLMError
 
         tokens = outcome.tokens_in + outcome.tokens_out
         if self.transport is None:
@@ -328,11 +327,9 @@ class SimWorld:
         messages = [{"role": "user", "content": "x" * max(0, outcome.tokens_in * 4 - 16)}]
         sim = {"latency_ms": outcome.latency_ms * self.config.latency_scale,
                "prompt_tokens": outcome.tokens_in, "completion_tokens": outcome.tokens_out}
-        try:
-            await self.transport.chat(messages, purpose="sim", extra_body={"halo_sim": sim})
-        except LLMError as exc:
-            return replace(outcome, domain=state.domain, problem=state.problem, plan=state.plan, ok=False,
-                           message=f"simulated call failed at the endpoint: {exc}")
+        # An endpoint failure past the client's retries (LLMError) is an infrastructure failure
+        # (rollout/infra.py): it ends the episode as one, it is not a failed step.
+        await self.transport.chat(messages, purpose="sim", extra_body={"halo_sim": sim})
         return outcome
 
 

@@ -208,10 +208,11 @@ class StepTable:
 
     # ---- crash leftovers -----------------------------------------------------------------
 
-    def remove_orphans(self, run_id: str, *, min_age_s: float = 0.0) -> int:
+    def remove_orphans(self, run_id: str, *, min_age_s: float = 0.0, older_than: float | None = None) -> int:
         """Delete Parquet files in the run's partition that no commit references (a writer died
         between writing data and committing). Delta readers never see them; plain Parquet globs
-        would. Call only while no other process is committing this run."""
+        would. Call only while no other process is committing this run; `older_than` (epoch
+        seconds): only files written before then (the last heartbeat of the run's previous lease)."""
         check_run_id(run_id)
 
         def clean() -> int:
@@ -230,11 +231,30 @@ class StepTable:
                         continue
                     if info.mtime is not None and now - info.mtime.timestamp() < min_age_s:
                         continue
+                    if older_than is not None and (info.mtime is None or info.mtime.timestamp() >= older_than):
+                        continue
                     fs.delete_file(info.path)
                     removed += 1
                 return removed
 
         return retry_call(clean, what=f"removing orphaned files of run {run_id}", where=self.url, policy=self.retry)
+
+    def delete_run(self, run_id: str) -> int:
+        """Remove every row of the run in one Delta commit; returns the number of files it removed.
+        Their Parquet files stay until `remove_orphans` (older table versions still name them)."""
+        check_run_id(run_id)  # also what makes the predicate below safe to build from the ID
+
+        def drop() -> int:
+            with self._lock:
+                dt = self._load()
+                if dt is None:
+                    return 0
+                metrics = dt.delete(f"{PARTITION} = '{run_id}'")
+                self._committed.pop(run_id, None)
+                self._own_version = None
+                return int(metrics.get("num_removed_files", 0)) if isinstance(metrics, dict) else 0
+
+        return retry_call(drop, what=f"deleting run {run_id}", where=self.url, policy=self.retry)
 
     # ---- internals -----------------------------------------------------------------------
 

@@ -73,9 +73,9 @@ class TrajectoryStore:
         """The Delta table version (one per commit); None before the first commit."""
         return self.steps.version()
 
-    def remove_orphans(self, run_id: str, *, min_age_s: float = 0.0) -> int:
+    def remove_orphans(self, run_id: str, *, min_age_s: float = 0.0, older_than: float | None = None) -> int:
         """Delete the run's Parquet files no commit references (see `StepTable.remove_orphans`)."""
-        return self.steps.remove_orphans(run_id, min_age_s=min_age_s)
+        return self.steps.remove_orphans(run_id, min_age_s=min_age_s, older_than=older_than)
 
     # ---- runs ----------------------------------------------------------------------------
 

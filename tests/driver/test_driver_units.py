@@ -29,6 +29,15 @@ def test_plan_cycles_tasks_with_new_seeds_and_is_prefix_stable():
         plan_episodes(tasks, 0, "run-x")
 
 
+def test_default_task_list_prefix_is_a_mix_of_domains():
+    tasks = load_tasks("planbench:all")
+    first = plan_episodes(tasks, 12, "run-x")
+    domains = [tasks[s.task_index].domain_name for s in first]
+    assert len(set(domains)) >= 3, domains  # not 12 blocksworld tasks in a row
+    every = plan_episodes(tasks, len(tasks), "run-x")
+    assert sorted(s.task_index for s in every) == list(range(len(tasks)))  # still each task once per round
+
+
 def test_default_run_id_is_stable_and_path_safe():
     a = default_run_id({"policy": "rules+scripted", "tasks": "planbench:all", "seed": 0})
     assert a == default_run_id({"seed": 0, "tasks": "planbench:all", "policy": "rules+scripted"})

@@ -16,7 +16,7 @@ from rollout.policy import Decision, Policy
 from rollout.sim import SimConfig
 from rollout.state import EpisodeState
 from rollout.tasks import load_tasks
-from rollout.trajectory import EpisodeRecord, StepRecord, episodes_to_table, table_to_episodes
+from rollout.trajectory import NOT_STORED, EpisodeRecord, StepRecord, episodes_to_table, table_to_episodes
 
 FAST = SimConfig(latency_scale=0.0)
 
@@ -181,4 +181,5 @@ def test_step_record_fields_all_set() -> None:
     record = asyncio.run(run_episode(task, make_policy("rules+scripted"), EpisodeConfig(seed=2, sim=FAST)))
     names = {f.name for f in fields(StepRecord)}
     assert names <= set(record.to_rows()[0])
-    assert {f.name for f in fields(EpisodeRecord)} - {"steps"} <= set(record.to_rows()[0])
+    stored = {f.name for f in fields(EpisodeRecord)} - {"steps"} - NOT_STORED
+    assert stored <= set(record.to_rows()[0]) and not NOT_STORED & set(record.to_rows()[0])

@@ -75,11 +75,16 @@ def test_no_pddl_reply_is_failed_step_with_clear_message(server):
     assert out.domain == state.domain and out.problem == state.problem and out.llm_calls == 1
 
 
-def test_endpoint_failure_is_failed_step(server):
+def test_endpoint_failure_is_an_infra_failure_not_a_failed_step(server):
+    from rollout.infra import infra_reason
+    from rollout.llm.errors import LLMError
+
     server.script(Reply.status(500), Reply.status(500))
     state = EpisodeState("spec", domain="(define (domain d))")
-    out = asyncio.run(make_agent(20).apply(state, ctx_for(server)))
-    assert not out.ok and "server_error" in out.message and "2 attempt" in out.message
+    with pytest.raises(LLMError) as caught:
+        asyncio.run(make_agent(20).apply(state, ctx_for(server)))
+    assert caught.value.kind == "server_error" and caught.value.attempts == 2
+    assert infra_reason(caught.value).startswith("llm:server_error")
 
 
 def test_problem_only_agent_keeps_domain(server):

@@ -67,3 +67,24 @@ def test_retries_transient_answers_only(flaky):
         with pytest.raises(DecisionServiceError) as err:  # 500 every time: retried, then raised
             client.decide({"task_description": "t"})
         assert err.value.status == 500 and len(_Flaky.seen) == 4
+
+
+def test_the_client_example_in_docs_serve_md_runs(cluster, monkeypatch):
+    """The Python example under "Clients" in docs/serve.md, as written (only the URL points at this
+    session's service)."""
+    import re
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    from serve_keys import API_KEY
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "serve.md").read_text()
+    block = re.search(r"```python\n(.*?)```", doc, re.S)
+    assert block, "docs/serve.md has no python example"
+    code = textwrap.dedent(block.group(1)).replace("http://127.0.0.1:8000", cluster.url)
+    env = {**__import__("os").environ, "HALO_SERVE_API_KEY": API_KEY}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[:3] == ["2", out.stdout.split()[1], "rule"], out.stdout

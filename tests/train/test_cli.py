@@ -57,7 +57,7 @@ def test_train_fast_policy_into_s3_and_eval(dataset_dir, tmp_path, monkeypatch):
     policy = load_policy(local)
     assert policy.name == "fast"
     result = runner.invoke(app, ["eval", "--policy", str(local), "--tasks", "planbench:blocksworld:2", "--llm", "sim",
-                                 "--episodes", "1", "--only", "model,majority,random"])
+                                 "--episodes", "1", "--only", "model,majority,random", "--markdown"])
     assert result.exit_code == 0, result.output
     assert "| model (rules+model) | sim | 2 |" in result.output and "majority (rules+majority)" in result.output
 
@@ -66,3 +66,11 @@ def test_train_refuses_missing_base_model(dataset_dir, tmp_path):
     result = runner.invoke(app, ["train", "--data", str(dataset_dir), "--base-model", str(tmp_path / "nowhere"),
                                  "--out", str(tmp_path / "m")])
     assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_train_without_a_class_fits_the_fast_policy_and_says_so_first(dataset_dir, tmp_path):
+    result = runner.invoke(app, ["train", "--data", str(dataset_dir), "--out", str(tmp_path / "m")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("training the fast policy (hashed_linear) on "), lines[0]
+    assert any("hashed_linear model m" in line for line in lines)

@@ -1,0 +1,55 @@
+"""Infrastructure failures: an episode that ended because something it depends on failed (the LLM
+endpoint, the student decision service, the store, a solver program that cannot start), not
+because the policy or the task did.
+
+Such an episode says nothing about the policy, so it is never an outcome: the rollout job does
+not commit it (the next resume of the run runs it again), reports count it in a column of their
+own, dataset builders drop and count it, rewards leave it out. The episode record carries the
+reason in `EpisodeRecord.infra_error` ("" for a real outcome); `rollout.trajectory.is_infra_failure`
+tells the two apart.
+
+`infra_reason(exc)` classifies an exception; code that talks to a dependency raises
+`InfraFailure` (or lets the dependency's own typed error through) past its retries, and the
+environment lets these through instead of turning them into a failed step.
+"""
+
+from __future__ import annotations
+
+import solvers
+
+
+class InfraFailure(RuntimeError):
+    """A dependency failed past its retries. `kind` is a short stable tag (llm:connection_error,
+    student:unreachable, solver_unavailable, store, ...) for counters and records."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {super().__str__()}"
+
+
+def infra_reason(exc: BaseException) -> str:
+    """"kind: message" when `exc` is an infrastructure failure, "" when it is not."""
+    from rollout.decision_client import DecisionServiceError
+    from rollout.llm.errors import LLMError
+
+    if isinstance(exc, InfraFailure):
+        return str(exc)[:500]
+    if isinstance(exc, solvers.ToolFailure):  # the planner or validator failed, not the task
+        return f"solver:{exc.category.value}: {exc.message}"[:500]
+    if isinstance(exc, LLMError):
+        return f"llm:{exc.kind}: {exc}"[:500]
+    # The decision service: no answer, an overload or a server error past the retries; a 4xx is
+    # the service's verdict on the request, except 401/403 (a key it does not take: configuration).
+    if isinstance(exc, DecisionServiceError) and (exc.status is None or exc.status >= 500
+                                                   or exc.status in (401, 403, 429)):
+        return f"student:{exc.status or 'unreachable'}: {exc}"[:500]
+    return ""
+
+
+def short_reason(infra_error: str) -> str:
+    """The kind of an infra_error ("llm:connection_error"), for counters."""
+    parts = infra_error.split(":", 2)
+    return ":".join(parts[:2]) if parts[0] in ("llm", "student", "solver") and len(parts) > 1 else parts[0]
