@@ -123,17 +123,28 @@ def _drop_to(ids: tuple[int, int] | None) -> None:
     os.setuid(uid)
 
 
+def _access_mode(path: str) -> int | None:
+    """What a call needs of `path`: to search a folder or run a program, else to read a file
+    (None: not there even for root, so nothing a call could use)."""
+    try:
+        st_mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return os.X_OK if (st_mode & 0o111) else os.R_OK
+
+
 def _probe_drop(uid: int, gid: int, need: list[str]) -> str:
     """Whether a forked child can switch to uid:gid and still reach what a call needs (the
-    runtime, the work root, the planner binaries). Returns "" when it can, else the reason."""
+    runtime, the work root, every planner file). Returns "" when it can, else the reason."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
         why = ""
         try:
+            modes = [(path, _access_mode(path)) for path in need]  # as root: what each one is
             _drop_to((uid, gid))
-            blocked = [path for path in need if not os.access(path, os.X_OK)]
+            blocked = [path for path, mode in modes if mode is not None and not os.access(path, mode)]
             if blocked:
                 why = f"uid {uid} cannot reach {blocked[0]}"
         except OSError as exc:
@@ -155,7 +166,7 @@ def _call_ids(config: dict, root: str) -> tuple[tuple[int, int] | None, str]:
         return None, ""
     gid = int(config.get("call_gid", uid))
     os.chmod(root, 0o711)  # the call directories below it must be reachable for that uid
-    need = [root, os.path.dirname(os.__file__), os.path.realpath(sys.executable)]
+    need = [root, os.path.dirname(os.__file__), os.path.realpath(sys.executable), *config.get("reach", [])]
     if config.get("fd_bin"):
         need.append(config["fd_bin"])
     why = _probe_drop(int(uid), gid, need)

@@ -84,6 +84,8 @@ class Worker:
                   "parent_pid": None if level == "bwrap" else os.getpid(),
                   # A root worker hands each call to this unprivileged uid (RLIMIT_NPROC).
                   "call_uid": call_uid(),
+                  # What calls must still reach as that uid (else they keep root, and it is said).
+                  "reach": _ro_paths(),
                   # A one-shot process makes one call: warming the translator would cost, not save.
                   "warm_up": os.environ.get("HALO_SOLVER_WARM_UP", "1") != "0"}
         # -s -S -P: no user site, no site-packages, no script dir on sys.path. Not -I, which would
