@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -47,11 +48,14 @@ class Probe(Policy):
         self.inner.close()
 
 
-def report(spec: str, tasks: list, seeds: list[int], concurrency: int) -> None:
+def report(spec: str, tasks: list, seeds: list[int], concurrency: int, llm: str = "sim") -> dict:
+    """Print the policy's decisions per situation class; return the figures."""
     from rollout.episode import EpisodeConfig, run_episode
     from rollout.policies import make_policy
+    from rollout.sim.spec import sim_config_for
     from train.pipeline import calls_by_source
 
+    sim = sim_config_for(llm)  # the world ("sim:world=FILE": a world file)
     probe = Probe(make_policy(spec, seed=seeds[0]))
 
     async def go() -> list:
@@ -59,7 +63,7 @@ def report(spec: str, tasks: list, seeds: list[int], concurrency: int) -> None:
 
         async def one(task, seed):
             async with sem:
-                return await run_episode(task, probe, EpisodeConfig(seed=seed, run_id="decisions"))
+                return await run_episode(task, probe, EpisodeConfig(seed=seed, run_id="decisions", sim=sim))
 
         return list(await asyncio.gather(*[one(t, s) for t in tasks for s in seeds]))
 
@@ -70,7 +74,8 @@ def report(spec: str, tasks: list, seeds: list[int], concurrency: int) -> None:
     n = len(records)
     oracle = sum(r.success_oracle is True for r in records)
     print(f"\n## {spec}: {n} episodes, oracle {100 * oracle / n:.1f}%, "
-          f"LLM calls/episode {sum(r.total_llm_calls for r in records) / n:.2f} (SIMULATED)\n")
+          f"LLM calls/episode {sum(r.total_llm_calls for r in records) / n:.2f} (SIMULATED, world "
+          f"{sim.world_name} {sim.world_hash})\n")
     print("| situation | decided by | decisions | repairing agent chosen | agents chosen (most first) |")
     print("|---|---|---:|---:|---|")
     cells: dict[tuple[str, str], list] = defaultdict(list)
@@ -84,6 +89,10 @@ def report(spec: str, tasks: list, seeds: list[int], concurrency: int) -> None:
     failed = Counter("validator accepted, oracle rejected" if r.success_validator else
                      f"no accepted plan after {len(r.steps)} steps" for r in records if r.success_oracle is not True)
     print(f"failures: {dict(failed)}")
+    return {"policy": spec, "episodes": n, "oracle": oracle / n, "world": sim.world_hash,
+            "calls_by_source": calls_by_source(records), "failures": dict(failed),
+            "situations": {f"{cls}/{who}": {"decisions": len(picks), "right": sum(a == r for r, a in picks)}
+                           for (cls, who), picks in cells.items()}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,16 +105,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="20000,20001", help="the pipeline's evaluation seeds")
     ap.add_argument("--held-out-fraction", type=float, default=0.3)
     ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--llm", default="sim", help="the simulated world: sim or sim:world=FILE")
+    ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     args = ap.parse_args(argv)
     try:
         seeds = [int(s) for s in args.seeds.split(",")]
         tasks = [t for t in load_tasks(args.tasks) if t.gold_domain and t.gold_problem]
         _, held = split_tasks(tasks, args.held_out_fraction)
-        for spec in args.policy:
-            report(spec, held, seeds, args.concurrency)
+        figures = [report(spec, held, seeds, args.concurrency, args.llm) for spec in args.policy]
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.json:
+        print(json.dumps(figures))
     return 0
 
 

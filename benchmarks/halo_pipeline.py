@@ -16,6 +16,13 @@ Everything is simulated (llm_backend=sim) and printed so; the published rows are
     python benchmarks/halo_pipeline.py --natural-plan 0     # without the generated Natural Plan tasks
     python benchmarks/halo_pipeline.py --llm-policy         # add the SmolLM2 LoRA policy
     python benchmarks/halo_pipeline.py --teacher "rules+teacher:model=sim,profile=stronger"
+    python benchmarks/halo_pipeline.py --worlds 10 --world-seed 1   # the comparison in 10 perturbed worlds
+
+With --worlds N the whole comparison (teacher data, filters, training, evaluation) runs once per
+world of a family drawn by perturbing the default world (rollout/sim/world_family.py), one row per
+world, then the share of worlds in which each target holds, with its Clopper-Pearson 95% interval.
+Nothing in the comparison reads a world's constants: features and defaults tuned on the default
+world are judged on the family.
 """
 
 from __future__ import annotations
@@ -79,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-ablations", action="store_true")
     ap.add_argument("--no-cross-domain", action="store_true")
     ap.add_argument("--out", default="", help="output directory (default: a temporary one)")
+    ap.add_argument("--llm", default="sim", help="the simulated world: sim or sim:world=FILE (a world file)")
+    ap.add_argument("--worlds", type=int, default=0, help="run the comparison in N perturbed worlds (0: the one world)")
+    ap.add_argument("--world-seed", type=int, default=1, help="seed of the world family (with --worlds)")
+    ap.add_argument("--json", action="store_true", help="also print every figure and verdict as one JSON document")
     args = ap.parse_args(argv)
 
     out = args.out or tempfile.mkdtemp(prefix="halo-pipeline-")
@@ -99,8 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         cross_domain_seeds=args.cross_domain_seeds, progress_only=args.progress_only,
         hardware_usd_per_hour=args.usd_per_hour,
         concurrency=args.concurrency, ablations=not args.no_ablations, cross_domain=not args.no_cross_domain,
-        llm_policy=args.llm_policy, llm_steps=args.llm_steps, llm_eval_tasks=args.llm_eval_tasks)
+        llm_policy=args.llm_policy, llm_steps=args.llm_steps, llm_eval_tasks=args.llm_eval_tasks, llm=args.llm)
     t0 = time.perf_counter()
+    if args.worlds:
+        return run_family(cfg, args.worlds, args.world_seed, as_json=args.json)
     try:
         result = run_pipeline(cfg, log=lambda msg: print(msg, flush=True))
     except PipelineError as exc:
@@ -111,7 +124,99 @@ def main(argv: list[str] | None = None) -> int:
           "not real-LLM results.")
     print(format_report(result))
     print(f"\nwall time {time.perf_counter() - t0:.0f} s; stage seconds {result.seconds}; artifacts in {out}")
-    return 0 if all(ok for _, ok, _ in result.targets) else 1
+    if args.json:
+        print(result.to_json())
+    return exit_code(result.targets)
+
+
+# the per-world targets of the family (issue 27, must-show 2): their names in the pipeline's targets
+FAMILY_TARGETS = ("fast policy: oracle success not below the prompted teacher's",
+                  "fast policy: LLM calls/episode <= 0.55x the prompted teacher's")
+FAMILY_SHARE = 0.8  # each must hold in at least 8 of 10 worlds
+
+
+def run_family(cfg, n: int, seed: int, *, as_json: bool) -> int:  # noqa: ANN001  (a PipelineConfig)
+    """The comparison once per world of a family; one row per world, the share where each target holds."""
+    import dataclasses
+    import json
+
+    from rollout.sim.world_family import draw_worlds, to_yaml
+    from train.pipeline import PipelineError, run_pipeline
+
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for world in draw_worlds(n, seed):
+        path = out / f"{world.name}.yaml"
+        path.write_text(to_yaml(world))
+        print(f"== world {world.name} ({world.hash}): {path}", flush=True)
+        wcfg = dataclasses.replace(cfg, out=str(out / world.name), llm=f"sim:world={path}")
+        try:
+            result = run_pipeline(wcfg, log=lambda msg: print(f"   {msg}", flush=True))
+        except PipelineError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        rows.append(world_row(world.name, world.hash, result))
+    print("\nSIMULATED (llm_backend=sim): the comparison in each world of the family\n")
+    print(format_family(rows))
+    shares = family_shares(rows)
+    lines = [f"- {'PASS' if s['passed'] else 'FAIL'}: {name} in >= {FAMILY_SHARE:.0%} of worlds: "
+             f"{s['held']}/{s['worlds']} (Clopper-Pearson 95% [{100 * s['low']:.0f}%, {100 * s['high']:.0f}%])"
+             for name, s in shares.items()]
+    print("\n## Targets over the family\n\n" + "\n".join(lines))
+    if as_json:
+        print(json.dumps({"worlds": rows, "shares": shares}, default=str))
+    return exit_code([(name, s["passed"], "") for name, s in shares.items()])
+
+
+def world_row(name: str, digest: str, result) -> dict:  # noqa: ANN001  (a PipelineResult)
+    from train.pipeline import PAIRED_KEY
+
+    def row(policy: str):  # noqa: ANN202
+        return next((r for r in result.comparison if r.policy == policy and r.family == "all"
+                     and r.source.startswith("sim")), None)
+
+    fast, teacher = row("fast policy"), row("prompted teacher")
+    paired = result.stages.get(PAIRED_KEY, {}).get("fast policy", {})
+    held = {t: next((ok for n, ok, _ in result.targets if n.startswith(t)), False) for t in FAMILY_TARGETS}
+    return {"world": name, "hash": digest, "fast oracle": fast.oracle_success if fast else None,
+            "teacher oracle": teacher.oracle_success if teacher else None,
+            "paired difference": paired.get("difference"), "paired se": paired.get("se"),
+            "episodes": paired.get("episodes"),
+            "calls ratio": (fast.llm_calls / teacher.llm_calls) if fast and teacher and teacher.llm_calls else None,
+            "targets": held, "all pipeline targets": {n: ok for n, ok, _ in result.targets}}
+
+
+def format_family(rows: list[dict]) -> str:
+    head = ["world", "hash", "fast policy oracle", "teacher oracle", "paired difference (points)",
+            "LLM calls ratio", *(t.split(": ", 1)[1] for t in FAMILY_TARGETS)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        pct = (lambda v: "-" if v is None else f"{100 * v:.1f}%")  # noqa: E731
+        diff = "-" if r["paired difference"] is None else f"{r['paired difference']:+.1f} ± {r['paired se']:.1f}"
+        ratio = "-" if r["calls ratio"] is None else f"{r['calls ratio']:.2f}x"
+        held = ["yes" if r["targets"][t] else "NO" for t in FAMILY_TARGETS]
+        lines.append(f"| {r['world']} | {r['hash']} | {pct(r['fast oracle'])} | {pct(r['teacher oracle'])} | {diff} | "
+                     f"{ratio} | " + " | ".join(held) + " |")
+    return "\n".join(lines)
+
+
+def family_shares(rows: list[dict]) -> dict[str, dict]:
+    """Per target: in how many worlds it held, with the exact binomial 95% interval of that share."""
+    from train.targets import binomial_interval
+
+    out = {}
+    for name in FAMILY_TARGETS:
+        held, n = sum(bool(r["targets"][name]) for r in rows), len(rows)
+        low, high = binomial_interval(held, n)
+        out[name] = {"held": held, "worlds": n, "share": held / n if n else 0.0, "low": low, "high": high,
+                     "passed": n > 0 and held >= FAMILY_SHARE * n}
+    return out
+
+
+def exit_code(targets: list[tuple[str, bool, str]]) -> int:
+    """0 only when there are targets and every one held."""
+    return 0 if targets and all(ok for _, ok, _ in targets) else 1
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ identical runs of these benchmarks show on this 2-core machine.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -62,12 +63,36 @@ def parse(text: str, patterns: dict[str, tuple[str, str]]) -> dict[str, float]:
     return out
 
 
-def main() -> None:
+def verdicts(results: dict[str, dict[str, list[float]]], skip_serve: bool) -> tuple[list[str], dict]:
+    """Print one line per figure; (the figures that are worse than noise or not measured, the figures).
+    A figure that was not measured fails: parity cannot be claimed on it."""
+    print(f"\n{'figure':<36} {'base':>10} {'head':>10} {'head/base':>10}  verdict")
+    failed, figures = [], {}
+    patterns = ROLLOUT_PATTERNS if skip_serve else {**ROLLOUT_PATTERNS, **SERVE_PATTERNS}
+    for name, (_, better) in patterns.items():
+        b, h = results["base"].get(name), results["head"].get(name)
+        if not b or not h:
+            print(f"{name:<36} {'-':>10} {'-':>10} {'-':>10}  not measured")
+            failed.append(f"{name} (not measured)")
+            continue
+        bm, hm = statistics.mean(b), statistics.mean(h)
+        ratio = hm / bm
+        worse = ratio < 1 - NOISE if better == "higher" else ratio > 1 + NOISE
+        verdict = "worse than noise" if worse else "same within noise" if abs(ratio - 1) <= NOISE else "better"
+        if worse and "floor" not in name:
+            failed.append(name)
+        figures[name] = {"base": bm, "head": hm, "ratio": ratio, "verdict": verdict}
+        print(f"{name:<36} {bm:>10.2f} {hm:>10.2f} {ratio:>9.2f}x  {verdict}")
+    return failed, figures
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base", required=True, help="git revision of the 'before' tree")
     parser.add_argument("--episodes", type=int, default=240, help="episodes per rollout job")
     parser.add_argument("--rounds", type=int, choices=(1, 2), default=2)
     parser.add_argument("--skip-serve", action="store_true")
+    parser.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="halo-parity-"))
@@ -94,22 +119,12 @@ def main() -> None:
         subprocess.run(["git", "worktree", "remove", "--force", str(base_tree)], cwd=ROOT, check=False)
         shutil.rmtree(work, ignore_errors=True)
 
-    print(f"\n{'figure':<36} {'base':>10} {'head':>10} {'head/base':>10}  verdict")
-    failed = []
-    for name, (_, better) in {**ROLLOUT_PATTERNS, **SERVE_PATTERNS}.items():
-        b, h = results["base"].get(name), results["head"].get(name)
-        if not b or not h:
-            print(f"{name:<36} {'-':>10} {'-':>10} {'-':>10}  not measured")
-            continue
-        bm, hm = statistics.mean(b), statistics.mean(h)
-        ratio = hm / bm
-        worse = ratio < 1 - NOISE if better == "higher" else ratio > 1 + NOISE
-        verdict = "worse than noise" if worse else "same within noise" if abs(ratio - 1) <= NOISE else "better"
-        if worse and "floor" not in name:
-            failed.append(name)
-        print(f"{name:<36} {bm:>10.2f} {hm:>10.2f} {ratio:>9.2f}x  {verdict}")
+    failed, figures = verdicts(results, args.skip_serve)
     print("\nparity held" if not failed else "\nparity MISSED: " + "; ".join(failed))
+    if args.json:
+        print(json.dumps({"figures": figures, "missed": failed, "passed": not failed}))
+    return 0 if not failed else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import sys
 import time
@@ -41,6 +42,7 @@ def candidates(plan: list[tuple[str, tuple[str, ...]]], n: int, rng: random.Rand
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--candidates", type=int, default=60)
+    ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     args = ap.parse_args()
     domain, problem = (FIX / "logistics-domain.pddl").read_text(), (FIX / "logistics-4-0.pddl").read_text()
     gold = solvers.plan(domain, problem).plan
@@ -68,13 +70,18 @@ def main() -> None:
     cases = {13: swapped, 14: lines[5:] + lines[:5], 15: lines[:4] + lines[3:],
              16: lines + ["(drive-truck tru1 apt1 pos1 cit1)"],
              17: [s for s in lines if not s.startswith("(fly-airplane")]}
+    figures: dict = {"candidates": len(cands), "simulator_ms": t_sim / len(cands) * 1000,
+                     "validator_ms": t_val / len(cands) * 1000, "verdicts_agree": agree, "agents": {}}
     for agent_id, steps in cases.items():
         state = EpisodeState("bench", domain=domain, problem=problem, plan="\n".join(steps) + "\n")
         ctx = AgentContext(task=task, limits=solvers.Limits(timeout_s=30), rng=random.Random(0))
         t0 = time.perf_counter()
         out = asyncio.run(make_agent(agent_id).apply(state, ctx))
-        print(f"agent {agent_id}: ok={out.ok} {(time.perf_counter() - t0) * 1000:.0f} ms  "
-              f"solver {out.solver_cpu_s * 1000:.0f} ms  {out.message[:90]}")
+        ms = (time.perf_counter() - t0) * 1000
+        print(f"agent {agent_id}: ok={out.ok} {ms:.0f} ms  solver {out.solver_cpu_s * 1000:.0f} ms  {out.message[:90]}")
+        figures["agents"][agent_id] = {"ok": out.ok, "ms": ms, "solver_ms": out.solver_cpu_s * 1000}
+    if args.json:
+        print(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -130,7 +130,26 @@ def _print_store(store: dict[str, float]) -> None:
           f"workers) {store['convert_rows_per_s']:,.0f} rows/s per CPU")
 
 
-def _store_only(args: argparse.Namespace) -> None:
+def targets(figures: dict[str, float]) -> list:
+    """The targets this benchmark prints, on its figures (train.targets: a missing figure fails)."""
+    from train.targets import AtLeast, AtMost
+
+    out = [AtLeast("3. store: step records/s per committer >= 20,000", "store", "delta_rows_per_s", 20_000)]
+    if "scaling" in figures.get("jobs", {}):
+        out = [AtLeast("1. scaling: 2 workers / 1 worker >= 1.8x", "jobs", "scaling", 1.8),
+               AtMost("2. overhead: 2-worker wall / solver-bound limit <= 1.15x", "jobs", "overhead", 1.15),
+               *out, AtMost("peak RSS per worker actor < 500 MB", "jobs", "peak_rss_mb", 500, strict=True)]
+    return out
+
+
+def finish(figures: dict[str, dict[str, float]], as_json: bool) -> int:
+    """Judge the printed targets; the exit code (1 when one failed or could not be computed)."""
+    from train.targets import judge, print_verdicts
+
+    return print_verdicts(judge(targets(figures), figures), figures=figures, as_json=as_json)
+
+
+def _store_only(args: argparse.Namespace) -> int:
     import asyncio
 
     from rollout.episode import EpisodeConfig, run_episodes
@@ -149,7 +168,7 @@ def _store_only(args: argparse.Namespace) -> None:
     _print_growth(growth)
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", type=int, default=480, help="episodes per job")
     parser.add_argument("--tasks", default="planbench:all")
@@ -158,14 +177,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, choices=(1, 2), default=2,
                         help="2: jobs in the order 1-2-2-1 workers, ratios over both pairs; 1: one job each")
     parser.add_argument("--store-only", action="store_true", help="only section 3's store throughput (no Ray)")
+    parser.add_argument("--json", action="store_true", help="also print the figures and verdicts as one JSON line")
     regimes = _regimes()
     regimes.add_arguments(parser)
     args = parser.parse_args()
     if args.store_only:
-        _store_only(args)
-        return
+        return _store_only(args)
     if args.llm_bound or args.budget or args.in_flight or args.students:
-        sys.exit(0 if regimes.run(args) else 1)
+        return 0 if regimes.run(args) else 1
 
     work = Path(tempfile.mkdtemp(prefix="halo-bench-"))
     try:
@@ -222,6 +241,10 @@ def main() -> None:
         last = two[-1]
         print(f"   worker start-up {last.startup_s:.1f}s; in-job committer: {last.rows_committed:,} rows in "
               f"{last.commits} commits, {last.commit_s:.2f}s busy")
+        jobs_fig = {"episodes_per_s_1": rate1, "episodes_per_s_2": rate2, "scaling": rate2 / rate1,
+                    "overhead": run_s / limit_s, "overhead_vs_cpu_bound": run_s / cpu_limit_s, "peak_rss_mb": peak,
+                    "idle_cluster_mb": idle_mb, "dashboard_cluster_mb": dash_mb}
+        return finish({"jobs": jobs_fig, "store": store, "growth": growth}, args.json)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -261,4 +284,4 @@ def _timed_job(store_dir: Path, args: argparse.Namespace, workers: int, run_id: 
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -221,6 +221,7 @@ def main() -> int:
     parser.add_argument("--llm-requests", type=int, default=30)
     parser.add_argument("--skip-llm", action="store_true")
     parser.add_argument("--num-cpus", type=int, default=2)
+    parser.add_argument("--json", action="store_true", help="also print the figures and verdicts as one JSON line")
     parser.add_argument("--replicas", type=int, default=2, help="decision-service replicas (each its own port)")
     args = parser.parse_args()
     if args.quick:
@@ -345,6 +346,11 @@ def main() -> int:
         fails += [name for name, ok in checks.items() if not ok]
         print()
         print("all targets met" if not fails else "missed: " + "; ".join(fails))
+        if args.json:
+            import json
+
+            print(json.dumps({"latency_ms": p, "floor_ms": [f50, f99], "rates": rates, "targets": checks,
+                              "missed": fails, "passed": not fails}, default=str))
         print("(ratios are against the floor measured in this run; absolute numbers depend on machine load)")
     finally:
         floor.terminate()

@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "cluster.commands.train",
     "cluster.commands.eval",
     "cluster.commands.tasks",
+    "cluster.commands.sim",
 )
 
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 # Stdlib only at import time: the sandboxed solver worker (solvers/_worker.py) loads this file by
 # its path and runs the check there, next to the planner, under the sandbox.
 
-VERSION = "3"  # part of the result cache's key: bump when the check's verdicts change
+VERSION = "4"  # part of the result cache's key: bump when the check's verdicts change
 DOMAIN_FILE, PROBLEM_FILE, PLAN_FILE = "domain.pddl", "problem.pddl", "plan.txt"
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 # Builtin numeric functions; `total-cost` is not builtin (it must be declared under
@@ -171,6 +171,11 @@ class _Fail(Exception):
         self.error = error
 
 
+def _unbalanced_at_end(file: str) -> CheckError:
+    """A fallback where the counting and the parse disagree on where the imbalance is."""
+    return CheckError(file, 1, 1, "parse.unclosed", "the parentheses do not balance")
+
+
 class _Skip(Exception):
     """The text is not something this check understands: leave the verdict to the planner."""
 
@@ -178,9 +183,10 @@ class _Skip(Exception):
 _LEXEME = re.compile(r";[^\n]*|[()]|[^\s()]+")
 
 
-def _parse(text: str, deadline: float | None = None) -> Node:
+def _parse(text: str, deadline: float | None = None, file: str = DOMAIN_FILE) -> Node:
     """Nested lists of lower-cased tokens; each token and list knows its offset in the text (turned
-    into line:col only for a diagnostic, by _Checker.line_col)."""
+    into line:col only for a diagnostic, by _Checker.line_col). Parentheses that do not balance are
+    a definite error for every program (POPF dies on them, VAL names no place): _Fail, not _Skip."""
     if deadline is not None and time.monotonic() > deadline:
         raise CheckTimeout
     root = Node()
@@ -205,7 +211,7 @@ def _parse(text: str, deadline: float | None = None) -> Node:
             parent = node
         elif first == ")":
             if len(stack) == 1:
-                raise _Skip
+                raise _Fail(unbalanced(text, file) or _unbalanced_at_end(file))
             stack.pop()
             parent = stack[-1]
         elif "?" in value[1:]:  # the translator splits "?x" off a preceding word; so do we
@@ -218,7 +224,9 @@ def _parse(text: str, deadline: float | None = None) -> Node:
         else:
             parent.append(intern(value))
             parent.pos.append(m.start())
-    if len(stack) != 1 or len(root) != 1 or not isinstance(root[0], Node):
+    if len(stack) != 1:
+        raise _Fail(unbalanced(text, file) or _unbalanced_at_end(file))
+    if len(root) != 1 or not isinstance(root[0], Node):
         raise _Skip
     top = root[0]
     if not top or top[0] != "define":
@@ -782,7 +790,7 @@ def _check_pair(domain: str, problem: str, deadline: float | None) -> CheckError
             return state
         checker = state.for_problem(deadline)
         checker.text = problem
-        checker.problem(_parse(problem, deadline))
+        checker.problem(_parse(problem, deadline, PROBLEM_FILE))
         checker.used = {k: v for k, v in checker.used.items() if k not in LENIENT_REQUIREMENTS}
         checker.requirements_cover()
     except _Fail as exc:
@@ -820,7 +828,7 @@ def _problem_state(domain: str, problem: str, deadline: float | None) -> _Checke
     checker = state.for_problem(deadline)
     checker.text = problem
     try:
-        checker.problem(_parse(problem, deadline))
+        checker.problem(_parse(problem, deadline, PROBLEM_FILE))
     except (_Skip, _Fail, RecursionError):
         return None
     checker.deadline = None

@@ -21,16 +21,20 @@ __all__ = ["TRAIN_TASKS_FILE", "held_out", "write_train_tasks", "evaluate"]
 
 
 async def run_episodes(tasks: list[Task], policy_spec: str, *, seeds: list[int], run_id: str,
-                       concurrency: int = 4, max_steps: int = 10) -> list[EpisodeRecord]:
+                       concurrency: int = 4, max_steps: int = 10, llm: str = "sim") -> list[EpisodeRecord]:
     from rollout.episode import EpisodeConfig, run_episode
     from rollout.policies import make_policy
+    from rollout.sim.spec import sim_config_for
+
+    sim = sim_config_for(llm)  # the simulated world ("sim:world=FILE": a world file)
 
     sem = asyncio.Semaphore(concurrency)
     policy = make_policy(policy_spec, seed=seeds[0] if seeds else 0)
 
     async def one(task: Task, seed: int) -> EpisodeRecord:
         async with sem:
-            return await run_episode(task, policy, EpisodeConfig(seed=seed, run_id=run_id, max_steps=max_steps))
+            return await run_episode(task, policy, EpisodeConfig(seed=seed, run_id=run_id, max_steps=max_steps,
+                                                                 sim=sim))
 
     try:
         return list(await asyncio.gather(*[one(t, s) for t in tasks for s in seeds]))
@@ -48,7 +52,7 @@ class EvalRow:
 
 def evaluate(model_dir: str | Path, tasks: list[Task], *, teacher: str, episodes: int = 1, seed: int = 0,
              concurrency: int = 4, include: tuple[str, ...] = ("model", "teacher", "random", "majority"),
-             ) -> tuple[list[EvalRow], dict[str, list[EpisodeRecord]]]:
+             llm: str = "sim") -> tuple[list[EvalRow], dict[str, list[EpisodeRecord]]]:
     model_dir = Path(model_dir).resolve()
     specs = {"model": f"rules+model:{model_dir}", "teacher": teacher, "random": "rules+random",
              "majority": f"rules+majority:{model_dir}"}
@@ -57,7 +61,7 @@ def evaluate(model_dir: str | Path, tasks: list[Task], *, teacher: str, episodes
     records: dict[str, list[EpisodeRecord]] = {}
     for label in include:
         recs = asyncio.run(run_episodes(tasks, specs[label], seeds=seeds, run_id=f"eval-{label}",
-                                        concurrency=concurrency))
+                                        concurrency=concurrency, llm=llm))
         records[label] = recs
         lat = [s.decision_latency_ms for r in recs for s in r.steps if not s.is_hardcoded]
         rows.append(EvalRow(label, specs[label], summarize(f"{label} ({specs[label].split(':', 1)[0]})", recs),

@@ -93,6 +93,7 @@ class PipelineConfig:
     llm_max_length: int = 512
     llm_eval_tasks: int = 0  # 0: all held-out tasks; the LLM policy's episodes are slow on CPU
     seed: int = 0
+    llm: str = "sim"  # the simulated world every episode runs in ("sim:world=FILE": another world file)
 
     def check(self) -> None:
         if self.train_seeds < 1 or self.eval_seeds < 1 or self.cross_domain_seeds < 1:
@@ -101,6 +102,15 @@ class PipelineConfig:
             raise PipelineError(f"held_out_fraction must be in (0, 1), got {self.held_out_fraction}")
         if self.hardware_usd_per_hour < 0:
             raise PipelineError("hardware_usd_per_hour must be >= 0")
+        from rollout.sim.spec import SimSpecError, absolute_world_spec, is_sim_spec, sim_config_for
+
+        if not is_sim_spec(self.llm):
+            raise PipelineError(f"llm: the pipeline runs in the simulated world (sim[:world=FILE]), got {self.llm!r}")
+        self.llm = absolute_world_spec(self.llm)
+        try:
+            sim_config_for(self.llm)
+        except SimSpecError as exc:
+            raise PipelineError(str(exc)) from None
 
 
 @dataclass
@@ -154,11 +164,15 @@ def _inner(policy: Policy) -> Policy:
     return getattr(policy, "inner", policy)
 
 
-def run_policy(tasks: list[Task], spec: str, seeds: list[int], run_id: str, concurrency: int) -> RunResult:
-    """Episodes of one policy spec over tasks x seeds in one event loop, with its LLM ledger."""
+def run_policy(tasks: list[Task], spec: str, seeds: list[int], run_id: str, concurrency: int,
+               llm: str = "sim") -> RunResult:
+    """Episodes of one policy spec over tasks x seeds in one event loop, with its LLM ledger; `llm`
+    is the sim spec of the world they run in ("sim", "sim:world=FILE")."""
     from rollout.episode import EpisodeConfig, run_episode
     from rollout.policies import make_policy
+    from rollout.sim.spec import sim_config_for
 
+    sim = sim_config_for(llm)
     policy = make_policy(spec, seed=seeds[0])
 
     async def go() -> list[EpisodeRecord]:
@@ -166,7 +180,7 @@ def run_policy(tasks: list[Task], spec: str, seeds: list[int], run_id: str, conc
 
         async def one(task: Task, seed: int) -> EpisodeRecord:
             async with sem:
-                return await run_episode(task, policy, EpisodeConfig(seed=seed, run_id=run_id))
+                return await run_episode(task, policy, EpisodeConfig(seed=seed, run_id=run_id, sim=sim))
 
         return list(await asyncio.gather(*[one(t, s) for t in tasks for s in seeds]))
 
@@ -326,7 +340,7 @@ def _evaluate(result: PipelineResult, families: list[str], tasks: list[Task], la
         fam_tasks = [t for t in tasks if t.family == fam]
         if not fam_tasks:
             continue
-        runs[fam] = run_policy(fam_tasks, spec, seeds, f"pipeline-eval-{label}", cfg.concurrency)
+        runs[fam] = run_policy(fam_tasks, spec, seeds, f"pipeline-eval-{label}", cfg.concurrency, cfg.llm)
         rows.append(summarize_run(fam, label, runs[fam], cfg.hardware_usd_per_hour))
     if len(runs) > 1:
         merged = RunResult([r for run in runs.values() for r in run.records], None)
@@ -345,6 +359,10 @@ def run_pipeline(cfg: PipelineConfig, log=print) -> PipelineResult:  # noqa: C90
     out = Path(cfg.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     result = PipelineResult(config=asdict(cfg))
+    from rollout.sim.spec import sim_config_for
+
+    sim = sim_config_for(cfg.llm)
+    result.stages["simulated world"] = {"name": sim.world_name, "hash": sim.world_hash, "spec": cfg.llm}
     tasks = [t for t in load_tasks(cfg.tasks) if t.gold_domain and t.gold_problem]
     if not tasks:
         raise PipelineError(f"no task with gold PDDL in {cfg.tasks!r}")
@@ -363,7 +381,7 @@ def run_pipeline(cfg: PipelineConfig, log=print) -> PipelineResult:  # noqa: C90
 
     log(f"[1/6] teacher rollouts: {len(train_tasks)} tasks x {len(train_seeds)} seeds with {cfg.teacher}")
     t0 = time.perf_counter()
-    teacher_run = run_policy(train_tasks, cfg.teacher, train_seeds, "pipeline-teacher", cfg.concurrency)
+    teacher_run = run_policy(train_tasks, cfg.teacher, train_seeds, "pipeline-teacher", cfg.concurrency, cfg.llm)
     episodes = teacher_run.records
     result.seconds["teacher rollouts"] = round(time.perf_counter() - t0, 1)
     from rollout.store import TrajectoryStore
@@ -425,6 +443,8 @@ def run_pipeline(cfg: PipelineConfig, log=print) -> PipelineResult:  # noqa: C90
     paired = {label: paired_difference(merged[label], merged["prompted teacher"])
               for label in ("fast policy", LLM_LABEL, "rules+random", "majority class") if label in merged}
     result.stages[PAIRED_KEY] = paired
+    result.stages[FAST_PAIRED_KEY] = {label: paired_difference(merged[label], merged["fast policy"])
+                                      for label in ("rules+random", "majority class") if label in merged}
     from train.table2 import TABLE2_PAIRED_KEY, attach_table2
 
     attach_table2(result, dict(specs), merged, eval_tasks, eval_seeds, cfg.hardware_usd_per_hour, cfg.vanilla)
@@ -486,9 +506,9 @@ def _cross_domain(episodes: list[EpisodeRecord], tasks: list[Task], eval_tasks: 
         ood = [t for t in tasks if t.family == fam and domain_key(t) in held]
         if not ind or not ood:
             continue
-        teacher_ood = run_policy(ood, cfg.teacher, seeds, "pipeline-xdomain-teacher", cfg.concurrency).records
-        a = run_policy(ind, spec, seeds, "pipeline-xdomain-in", cfg.concurrency).records
-        b = run_policy(ood, spec, seeds, "pipeline-xdomain-out", cfg.concurrency).records
+        teacher_ood = run_policy(ood, cfg.teacher, seeds, "pipeline-xdomain-teacher", cfg.concurrency, cfg.llm).records
+        a = run_policy(ind, spec, seeds, "pipeline-xdomain-in", cfg.concurrency, cfg.llm).records
+        b = run_policy(ood, spec, seeds, "pipeline-xdomain-out", cfg.concurrency, cfg.llm).records
         rows.append({"family": fam, "held-out domains": ", ".join(sorted({t.domain_name for t in ood})),
                      "in-distribution episodes": len(a), "in-distribution oracle": _oracle(a),
                      "held-out-domain episodes": len(b), "held-out-domain oracle": _oracle(b),
@@ -528,64 +548,77 @@ def _train_llm_policy(episodes: list[EpisodeRecord], out: Path, cfg: PipelineCon
     return model_dir
 
 
-def _row(rows: list[Row], family: str, policy: str) -> Row | None:
-    return next((r for r in rows if r.family == family and r.policy == policy and r.source.startswith("sim")), None)
-
-
 PAIRED_KEY = "oracle success minus the prompted teacher's, same episodes (points, paired SE)"
 ABLATION_PAIRED_KEY = "ablations: main minus each, same episodes (points, paired SE)"
 
 
-def check_targets(result: PipelineResult) -> list[tuple[str, bool, str]]:
-    """The issue's "must show" targets, each with the figures it was judged on."""
-    rows = result.comparison
-    out: list[tuple[str, bool, str]] = []
-    teacher = _row(rows, "all", "prompted teacher") or next((r for r in rows if r.policy == "prompted teacher"), None)
-    fam = teacher.family if teacher else "all"
-    # the LLM policy runs on a subset of the held-out tasks: it is judged against the teacher there
-    pairs = (("fast policy", teacher), (LLM_LABEL, _row(rows, fam, LLM_BASELINE_LABEL) or teacher))
-    for label, ref in pairs:
-        trained = _row(rows, fam, label)
-        if trained is None or ref is None:
-            continue
-        t_or, s_or = ref.oracle_success or 0.0, trained.oracle_success or 0.0
-        calls = (trained.llm_calls or 0.0) / (ref.llm_calls or 1.0)
-        cost = (trained.orchestration_cost or 0.0) / (ref.orchestration_cost or 1.0)
-        diff = result.stages.get(PAIRED_KEY, {}).get(label)  # type: ignore[union-attr]
-        paired = (f"; {diff['difference']:+.1f} ± {diff['se']:.1f} points paired over {diff['episodes']:.0f} episodes"
-                  if diff else "")
-        out.append((f"{label}: oracle success >= teacher's", s_or >= t_or,
-                    f"{100 * s_or:.1f}% vs {100 * t_or:.1f}% ({trained.episodes} vs {ref.episodes} episodes{paired})"))
-        out.append((f"{label}: LLM calls/episode <= 0.5x teacher's", calls <= 0.5,
-                    f"{trained.llm_calls:.2f} vs {ref.llm_calls:.2f} = {calls:.2f}x"))
-        out.append((f"{label}: orchestration cost/task <= 1/45 teacher's", cost <= 1 / 45,
-                    f"${trained.orchestration_cost:.2e} vs ${ref.orchestration_cost:.4f} = 1/{1 / cost:.0f}"
-                    if cost > 0 else "zero"))
-    fast = _row(rows, fam, "fast policy")
-    for label in ("rules+random", "majority class"):
-        base = _row(rows, fam, label)
-        if base is not None and fast is not None and teacher is not None:
-            ok = (base.oracle_success or 0.0) + 0.05 <= min(fast.oracle_success or 0.0, teacher.oracle_success or 0.0)
-            out.append((f"{label} clearly below (>= 5 points under fast policy and teacher)", ok,
-                        f"{100 * (base.oracle_success or 0):.1f}%"))
-    if result.ablations:
-        filt = _row(result.ablations, fam, "validator-filtered (main)")
-        unf = _row(result.ablations, fam, "unfiltered")
-        orc = _row(result.ablations, fam, "oracle-filtered")
-        if filt and unf:
-            margin = 100 * ((filt.oracle_success or 0) - (unf.oracle_success or 0))
-            extra = f"; oracle-filtered {100 * (orc.oracle_success or 0):.1f}%" if orc else ""
-            pd = result.stages.get(ABLATION_PAIRED_KEY, {}).get("unfiltered")  # type: ignore[union-attr]
-            se = f", paired SE {pd['se']:.1f}" if pd else ""
-            out.append(("verifier filter: filtered > unfiltered held-out oracle success", margin > 0,
-                        f"{100 * (filt.oracle_success or 0):.1f}% vs {100 * (unf.oracle_success or 0):.1f}% "
-                        f"({margin:+.1f} points{se}, {filt.episodes} episodes each){extra}"))
+# a verdict on fewer episodes than this fails ("too few episodes"), whatever its figures
+MIN_EPISODES = 20
+FAST_PAIRED_KEY = "oracle success minus the fast policy's, same episodes (points, paired SE)"
+
+
+def results_table(result: PipelineResult) -> dict[str, dict[str, float | None]]:
+    """The named rows the targets read: "<family>/<policy>" (simulated rows), "paired/<label>" (minus
+    the prompted teacher), "paired-fast/<label>" (minus the fast policy), "ablation/<label>" (main
+    minus it) and "cross-domain/<family>" (in-distribution minus held-out domains, two-sample SE)."""
+    table: dict[str, dict[str, float | None]] = {}
+    for r in result.comparison:
+        if r.source.startswith("sim"):
+            table[f"{r.family}/{r.policy}"] = {"oracle": r.oracle_success, "episodes": r.episodes,
+                                               "llm_calls": r.llm_calls, "orchestration_cost": r.orchestration_cost}
+    for prefix, key in (("paired", PAIRED_KEY), ("paired-fast", FAST_PAIRED_KEY), ("ablation", ABLATION_PAIRED_KEY)):
+        for label, diff in (result.stages.get(key) or {}).items():  # type: ignore[union-attr]
+            table[f"{prefix}/{label}"] = dict(diff)
     for row in result.cross_domain:
-        bound = 5.0 if row["family"] == "planbench" else 8.0
-        out.append((f"cross-domain {row['family']}: held-out domains within {bound:g} points of in-distribution",
-                    row["gap (points)"] <= bound,
-                    f"{100 * row['in-distribution oracle']:.1f}% vs {100 * row['held-out-domain oracle']:.1f}%"))
+        a, b = row["in-distribution oracle"], row["held-out-domain oracle"]
+        na, nb = row["in-distribution episodes"], row["held-out-domain episodes"]
+        se = 100 * math.sqrt(a * (1 - a) / na + b * (1 - b) / nb) if na and nb else float("nan")
+        table[f"cross-domain/{row['family']}"] = {"difference": 100 * (a - b), "se": se, "episodes": min(na, nb)}
+    return table
+
+
+def pipeline_targets(result: PipelineResult) -> list:
+    """The issue's targets as typed checks on named rows (train.targets)."""
+    from train.targets import DifferenceBound, RatioAtMost
+
+    fam = "all" if any(r.family == "all" for r in result.comparison if r.source.startswith("sim")) else next(
+        (r.family for r in result.comparison if r.source.startswith("sim")), "all")
+    teacher, n = f"{fam}/prompted teacher", MIN_EPISODES
+    trained = [("fast policy", teacher)]
+    if result.config.get("llm_policy"):
+        sub = LLM_BASELINE_LABEL if result.config.get("llm_eval_tasks") else "prompted teacher"
+        trained.append((LLM_LABEL, f"{fam}/{sub}"))
+    out: list = []
+    for label, ref in trained:
+        out += [DifferenceBound(f"{label}: oracle success not below the prompted teacher's (lower 95% bound of "
+                                "the paired difference >= -2 points)", f"paired/{label}", -2.0, min_episodes=n),
+                RatioAtMost(f"{label}: LLM calls/episode <= 0.55x the prompted teacher's", f"{fam}/{label}", ref,
+                            "llm_calls", 0.55, min_episodes=n),
+                RatioAtMost(f"{label}: orchestration cost/task <= 1/45 the prompted teacher's", f"{fam}/{label}", ref,
+                            "orchestration_cost", 1 / 45, min_episodes=n)]
+    for label in ("rules+random", "majority class"):
+        for prefix, other in (("paired", "teacher"), ("paired-fast", "fast policy")):
+            out.append(DifferenceBound(f"{label} clearly below the {other} (upper 95% bound <= -5 points)",
+                                       f"{prefix}/{label}", -5.0, direction="below", min_episodes=n))
+    if result.config.get("ablations"):
+        out.append(DifferenceBound("verifier filter: validator-filtered above unfiltered (lower 95% bound of the "
+                                   "paired difference > 0)", "ablation/unfiltered", 0.0, min_episodes=n,
+                                   strict=True))
+    if result.config.get("cross_domain"):
+        for family in sorted({d.split("/")[0] for d in result.config.get("holdout_domains", ())}):
+            bound = 5.0 if family == "planbench" else 8.0
+            out.append(DifferenceBound(f"cross-domain {family}: held-out domains within {bound:g} points of "
+                                       "in-distribution (upper 95% bound)", f"cross-domain/{family}", bound,
+                                       direction="below", min_episodes=n))
     return out
+
+
+def check_targets(result: PipelineResult) -> list[tuple[str, bool, str]]:
+    """The issue's "must show" targets, each with the figures it was judged on; a target whose rows
+    are missing, NaN, zero or too small fails (train.targets)."""
+    from train.targets import judge
+
+    return [(v.name, v.passed, v.figures) for v in judge(pipeline_targets(result), results_table(result))]
 
 
 def format_cross_domain(rows: list[dict]) -> str:
@@ -605,9 +638,11 @@ def format_cross_domain(rows: list[dict]) -> str:
 def format_report(result: PipelineResult) -> str:
     from train.table2 import format_table2
 
+    world = result.stages.get("simulated world") or {}
     parts = ["## Table 2, row by row (SIMULATED rows beside the paper's published real-LLM rows; "
              "counting rules in train/accounting.py)", "", format_table2(result.families), ""]
-    parts += ["## Comparison on held-out tasks (SIMULATED, llm_backend=sim; published rows are real-LLM figures "
+    parts += ["## Comparison on held-out tasks (SIMULATED, llm_backend=sim, world "
+              f"{world.get('name', '?')} {world.get('hash', '?')}; published rows are real-LLM figures "
              "from the paper, not comparable run for run)", "", format_table(result.comparison)]
     if result.ablations:
         parts += ["", "## Ablations (fast policy, held-out tasks, SIMULATED)", "", format_table(result.ablations)]

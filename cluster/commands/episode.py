@@ -13,7 +13,7 @@ def register(app: typer.Typer) -> None:
         task: str = typer.Option(..., "--task", help="task ID, e.g. planbench/blocksworld/instance-2"),
         tasks: str = typer.Option("bundled", "--tasks", help="task spec to look the ID up in"),
         policy: str = typer.Option("rules+scripted", "--policy", help="random | scripted | rules+scripted | ..."),
-        llm: str = typer.Option("sim", "--llm", help="sim (the simulated agent world)"),
+        llm: str = typer.Option("sim", "--llm", help="sim[:world=FILE] (the simulated agent world)"),
         seed: int = typer.Option(0, "--seed"),
         max_steps: int = typer.Option(10, "--max-steps"),
         as_json: bool = typer.Option(False, "--json", help="print the episode record as JSON"),
@@ -24,19 +24,21 @@ def register(app: typer.Typer) -> None:
         from rollout.backends import SimAgents
         from rollout.episode import EpisodeConfig, run_episode_sync
         from rollout.policies import PolicySpecError, make_policy
+        from rollout.sim.spec import is_sim_spec, sim_config_for
         from rollout.tasks import TaskSpecError, find_task
 
-        if llm != "sim":
-            raise typer.BadParameter("only --llm sim is available from this command; real backends run "
-                                     "through the rollout driver with an endpoint configured", param_hint="--llm")
+        if not is_sim_spec(llm):
+            raise typer.BadParameter("only --llm sim[:world=FILE] is available from this command; real backends "
+                                     "run through the rollout driver with an endpoint configured", param_hint="--llm")
         try:
+            sim = sim_config_for(llm)
             the_task = find_task(task, tasks)
             the_policy = make_policy(policy, seed=seed)
-        except (TaskSpecError, PolicySpecError) as exc:
+        except (TaskSpecError, PolicySpecError, ValueError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from exc
         record = run_episode_sync(the_task, the_policy, EpisodeConfig(max_steps=max_steps, seed=seed,
-                                                                       backend=SimAgents()))
+                                                                       backend=SimAgents(sim)))
         if as_json:
             typer.echo(json.dumps(asdict(record), indent=2))
             return

@@ -12,7 +12,7 @@ def register(app: typer.Typer) -> None:
     def eval_(
         policy: Path = typer.Option(..., "--policy", help="trained model directory (manifest.json)"),
         tasks: str = typer.Option(..., "--tasks", help="task spec, e.g. planbench:all:10"),
-        llm: str = typer.Option("sim", "--llm", help="sim: the simulated agent world"),
+        llm: str = typer.Option("sim", "--llm", help="sim[:world=FILE]: the simulated agent world"),
         episodes: int = typer.Option(1, help="episodes (seeds) per task"),
         teacher: str = typer.Option("rules+scripted:noise=0.3", help="policy spec of the teacher"),
         held_out: bool = typer.Option(True, help="skip tasks the model was trained on"),
@@ -21,14 +21,16 @@ def register(app: typer.Typer) -> None:
         only: str = typer.Option("", help="comma-separated subset of model,teacher,random,majority"),
     ) -> None:
         """Print the comparison table: trained policy, teacher, random, majority class."""
+        from rollout.sim.spec import is_sim_spec, sim_config_for, world_label
         from rollout.tasks.loaders import TaskSpecError, load_tasks
         from train.evaluate import evaluate, format_rows
         from train.evaluate import held_out as drop_trained
         from train.manifest import ManifestError
 
-        if llm != "sim":
-            raise typer.BadParameter("only --llm sim is available offline")
+        if not is_sim_spec(llm):
+            raise typer.BadParameter("only --llm sim[:world=FILE] is available offline")
         try:
+            world = world_label(sim_config_for(llm))
             task_list = load_tasks(tasks)
             if held_out:
                 task_list = drop_trained(task_list, policy)
@@ -37,9 +39,9 @@ def register(app: typer.Typer) -> None:
             include = tuple(x.strip() for x in only.split(",") if x.strip()) or ("model", "teacher", "random",
                                                                                  "majority")
             rows, _ = evaluate(policy, task_list, teacher=teacher, episodes=episodes, seed=seed,
-                               concurrency=concurrency, include=include)
+                               concurrency=concurrency, include=include, llm=llm)
         except (TaskSpecError, ManifestError, ValueError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from exc
-        typer.echo(f"{len(task_list)} tasks x {episodes} episodes, llm backend: sim\n")
+        typer.echo(f"{len(task_list)} tasks x {episodes} episodes, llm backend: sim (SIMULATED), world {world}\n")
         typer.echo(format_rows(rows))

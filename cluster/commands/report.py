@@ -11,7 +11,7 @@ def register(app: typer.Typer) -> None:
         tasks: str = typer.Option("planbench:blocksworld:100", "--tasks", help="task spec"),
         policy: str = typer.Option("random,scripted,rules+scripted", "--policy",
                                    help="comma-separated policy specs"),
-        llm: str = typer.Option("sim", "--llm", help="sim (the simulated agent world)"),
+        llm: str = typer.Option("sim", "--llm", help="sim[:world=FILE] (the simulated agent world)"),
         seed: int = typer.Option(0, "--seed"),
         episodes: int = typer.Option(1, "--episodes", min=1, help="episodes per task (seeds seed, seed+1, ...)"),
         max_steps: int = typer.Option(10, "--max-steps"),
@@ -38,10 +38,16 @@ def register(app: typer.Typer) -> None:
         from rollout.policies import PolicySpecError, make_policy
         from rollout.report import HEADERS, format_markdown, parse_group_by, summarize, summarize_by, summary_row
         from rollout.sim.runnable import sim_unrunnable
+        from rollout.sim.spec import SimSpecError, is_sim_spec, sim_config_for, world_label
         from rollout.tasks import TaskSpecError, load_tasks
 
-        if llm != "sim":
-            raise typer.BadParameter("only --llm sim is available here", param_hint="--llm")
+        if not is_sim_spec(llm):
+            raise typer.BadParameter("only --llm sim[:world=FILE,...] is available here", param_hint="--llm")
+        try:
+            sim = sim_config_for(llm)
+        except SimSpecError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from exc
         try:
             task_list = load_tasks(tasks)
             if (unrunnable := sim_unrunnable(task_list)) is not None:
@@ -67,13 +73,13 @@ def register(app: typer.Typer) -> None:
             t0 = time.monotonic()
             records = []
             for k in range(episodes):
-                config = EpisodeConfig(max_steps=max_steps, seed=seed + k, llm_backend=llm, run_id="report")
+                config = EpisodeConfig(max_steps=max_steps, seed=seed + k, run_id="report", sim=sim)
                 records += asyncio.run(run_episodes(task_list, pol, config, concurrency=concurrency))
             summaries.append(summarize(spec, records))
             all_records += records
             typer.echo(f"  {spec}: {len(records)} episodes in {time.monotonic() - t0:.1f}s", err=True)
-        typer.echo(f"SIMULATED agent world (llm_backend={llm}) - not real-LLM results. tasks: {tasks} "
-                   f"({len(task_list)}), seed {seed}, episodes/task {episodes}, max steps {max_steps}")
+        typer.echo(f"SIMULATED agent world (llm_backend=sim, world {world_label(sim)}) - not real-LLM results. "
+                   f"tasks: {tasks} ({len(task_list)}), seed {seed}, episodes/task {episodes}, max steps {max_steps}")
         if group_by:
             from rollout.report import format_grouped
 

@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
         tasks: str = typer.Option("planbench:all", "--tasks", help="task spec (default: bundled PlanBench)"),
         policy: str = typer.Option("rules+scripted", "--policy", help="policy spec: rules+scripted, random, "
                                                                       "student:URL, ..."),
-        llm: str = typer.Option("sim", "--llm", help="sim[:realtime=1,latency_ms=2500,latency_sigma=0.5,"
+        llm: str = typer.Option("sim", "--llm", help="sim[:world=FILE,realtime=1,latency_ms=2500,latency_sigma=0.5,"
                                                      "base_url=URL] (simulated agent world) or "
                                                      "openai:MODEL[@BASE_URL]"),
         llm_rpm: float = typer.Option(None, "--llm-rpm", help="LLM requests/min for the whole job (all workers)"),

@@ -43,6 +43,9 @@ def print_run_report(store, run_id: str, by: tuple[str, ...] = (), *, markdown: 
     title = f"run {run_id}"
     if backends == {"sim"}:
         title += "  SIMULATED agent world (llm_backend=sim) - not real-LLM results"
+        world = (meta.config.get("sim_world") if meta else None) or {}
+        if world:
+            title += f"; world {world.get('name')} {world.get('hash')}"
     if markdown:
         from rollout.report import format_grouped, format_markdown, summarize_by
 

@@ -22,15 +22,46 @@ class LoopConfigError(ValueError):
     pass
 
 
+GATE_MODES = ("sequential", "always")
+
+
 @dataclass
 class GateConfig:
-    # Promote only when candidate - serving >= this on oracle success (0.0: not worse) ...
-    min_oracle_success_delta: float = 0.0
-    # ... and candidate - serving <= this on LLM calls per episode (0.0: not more).
-    max_llm_calls_delta: float = 0.0
-    # Episodes per held-out task for each of the two policies (same seeds for both).
+    """The promotion gate (cluster/loop/gate.py): a sequential test on paired held-out episodes."""
+
+    # P(promoting a candidate that is not better and not cheaper-and-non-inferior), at any stopping time
+    alpha: float = 0.05
+    # the smallest oracle-success gain worth promoting (a share: 0.05 = 5 points); the gate stops and
+    # keeps the serving model once the candidate is shown to be below it (with error rate `beta`)
+    min_effect: float = 0.05
+    beta: float = 0.2
+    # a candidate that saves at least min_calls_saving LLM calls per episode is promoted if its
+    # oracle success is shown to be at most this much below the serving model's
+    noninferiority_margin: float = 0.02
+    min_calls_saving: float = 0.5
+    # Episodes per held-out task and batch for each of the two policies (same seeds for both); the
+    # gate looks after every batch and stops when the answer is clear or max_episodes are spent.
     episodes_per_task: int = 1
+    max_episodes: int = 400  # paired episodes per side, at most
     seed: int = 1000
+    # "always": promote every candidate (the episodes still run and are recorded; for tests and
+    # bootstrapping only, it has no error control)
+    mode: str = "sequential"
+
+    def check(self) -> None:
+        for key in ("alpha", "beta"):
+            if not 0.0 < getattr(self, key) < 0.5:
+                raise LoopConfigError(f"gate.{key}: must be in (0, 0.5), got {getattr(self, key)}")
+        if not 0.0 < self.min_effect <= 1.0:
+            raise LoopConfigError(f"gate.min_effect: must be in (0, 1], got {self.min_effect}")
+        if not 0.0 <= self.noninferiority_margin < 1.0:
+            raise LoopConfigError(f"gate.noninferiority_margin: must be in [0, 1), got {self.noninferiority_margin}")
+        if self.min_calls_saving <= 0:
+            raise LoopConfigError(f"gate.min_calls_saving: must be > 0, got {self.min_calls_saving}")
+        if self.episodes_per_task < 1 or self.max_episodes < 1:
+            raise LoopConfigError("gate.episodes_per_task and gate.max_episodes: must be at least 1")
+        if self.mode not in GATE_MODES:
+            raise LoopConfigError(f"gate.mode: {self.mode!r} (want {' or '.join(GATE_MODES)})")
 
 
 @dataclass
@@ -99,8 +130,7 @@ class LoopConfig:
             raise LoopConfigError("rollout_episodes, max_rollout_batches and max_cycles must not be negative")
         if not self.serve_url.startswith(("http://", "https://")):
             raise LoopConfigError(f"serve_url: {self.serve_url!r} is not an http(s) URL")
-        if self.gate.episodes_per_task < 1:
-            raise LoopConfigError("gate.episodes_per_task: must be at least 1")
+        self.gate.check()
         if self.train.workers < 1 or self.train.epochs < 1 or self.train.lr <= 0:
             raise LoopConfigError("train.workers and train.epochs must be at least 1, train.lr positive")
         if self.policy_class == "llm" and not self.train.base_model:

@@ -220,27 +220,35 @@ class LoopRunner:
         return manifest
 
     def _gate(self, cycle: int) -> dict[str, Any]:
-        from cluster.loop.gate import decide, run_gate_episodes, score
+        from cluster.loop.gate import pair_up, run_gate_episodes, run_sequential_gate
         from rollout.tasks import load_tasks
         from serve.model_source import resolve_model
 
         train = self._event(cycle, "train")
         serving = self._serving_model()
         holdout = load_tasks(self.config.holdout_tasks)
-        seeds = [self.config.gate.seed + i for i in range(self.config.gate.episodes_per_task)]
-        runs = {}
-        scores = {}
-        for role, ref in (("candidate", train["model_ref"]), ("serving", serving["ref"])):
-            run_id = f"{self.gate_prefix}-c{cycle:04d}-{role}"
-            episodes = run_gate_episodes(resolve_model(ref), holdout, seeds=seeds, run_id=run_id,
-                                         max_steps=self.config.max_steps, llm=self.config.llm)
-            self.store.write_episodes(run_id, episodes)
-            runs[role] = run_id
-            scores[role] = score(episodes)
-        result = decide(scores["candidate"], scores["serving"], self.config.gate)
+        gate = self.config.gate
+        models = {"candidate": resolve_model(train["model_ref"]), "serving": resolve_model(serving["ref"])}
+        runs = {role: f"{self.gate_prefix}-c{cycle:04d}-{role}" for role in models}
+        episodes: dict[str, list[Any]] = {role: [] for role in models}
+
+        def next_batch(k: int) -> list[Any]:
+            # batch k: every held-out task with seeds gate.seed + k*episodes_per_task ... (the same for both)
+            seeds = [gate.seed + k * gate.episodes_per_task + i for i in range(gate.episodes_per_task)]
+            got = {role: run_gate_episodes(model, holdout, seeds=seeds, run_id=runs[role],
+                                           max_steps=self.config.max_steps, llm=self.config.llm)
+                   for role, model in models.items()}
+            for role, recs in got.items():
+                episodes[role] += recs
+            return pair_up(got["candidate"], got["serving"])
+
+        result, _ = run_sequential_gate(next_batch, gate, max_steps=self.config.max_steps)
+        for role, recs in episodes.items():
+            self.store.write_episodes(runs[role], recs)
+        settings = {k: getattr(gate, k) for k in ("alpha", "min_effect", "beta", "noninferiority_margin",
+                                                  "min_calls_saving", "max_episodes", "mode")}
         return {**result.to_dict(), "candidate_version": train["version"], "serving_version": serving["version"],
-                "runs": runs, "thresholds": {"min_oracle_success_delta": self.config.gate.min_oracle_success_delta,
-                                             "max_llm_calls_delta": self.config.gate.max_llm_calls_delta}}
+                "runs": runs, "settings": settings}
 
     def _promote(self, cycle: int) -> dict[str, Any]:
         train = self._event(cycle, "train")
@@ -338,8 +346,13 @@ def _summary(step: str, data: dict[str, Any]) -> str:
         acc = data["metrics"].get("val_accuracy", data["metrics"].get("train_accuracy", float("nan")))
         return f"candidate {data['version']} ({'adopted' if data['adopted'] else 'trained'}), accuracy {acc:.3f}"
     if step == "gate":
-        c, s = data["candidate"], data["serving"]
-        return (f"{data['decision']}: oracle {c['oracle_success']:.3f} vs {s['oracle_success']:.3f}, "
+        c, s, q = data["candidate"], data["serving"], data.get("sequential") or {}
+        if c is None or s is None:
+            return f"{data['decision']}: no gate episodes ({'; '.join(data['reasons'])})"
+        interval = (f" (difference {100 * q['success_diff']:+.1f} points, {100 * q['confidence']:.0f}% interval "
+                    f"[{100 * q['success_low']:+.1f}, {100 * q['success_high']:+.1f}] over {q['pairs']} pairs)"
+                    if q.get("pairs") else "")
+        return (f"{data['decision']}: oracle {c['oracle_success']:.3f} vs {s['oracle_success']:.3f}{interval}, "
                 f"LLM calls/ep {c['llm_calls_per_episode']:.2f} vs {s['llm_calls_per_episode']:.2f}")
     if step == "promote":
         return f"serving {data['version']}" + (" (was already deployed)" if data["already_deployed"] else "")

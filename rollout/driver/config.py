@@ -53,6 +53,12 @@ class RolloutConfig:
     llm_pool: int = 512  # connections of each worker's one LLM client (bounded by llm_concurrency)
     status_interval_s: float = 0.5  # how often the driver reads each worker's counters
 
+    def __post_init__(self) -> None:
+        from rollout.sim.spec import absolute_world_spec
+
+        # workers may start in another directory: a sim world file is named by its absolute path
+        self.llm = absolute_world_spec(self.llm)
+
     def identity(self) -> dict[str, Any]:
         return {"tasks": self.tasks, "policy": self.policy, "llm": self.llm, "seed": self.seed,
                 "max_steps": self.max_steps}

@@ -32,6 +32,11 @@ def open_run(store: TrajectoryStore, run_id: str, config: RolloutConfig, episode
     meta.config = {**identity, "episodes": config.episodes, "store": store.url,
                    "replicas": config.replicas, "cpus_per_worker": config.cpus_per_worker}
     meta.llm_backend = parse_llm_spec(config.llm)[0]
+    if meta.llm_backend == "sim":  # the world the episodes ran in, by its parameters' hash
+        from rollout.sim.spec import parse_sim_spec
+
+        sim = parse_sim_spec(config.llm).config
+        meta.config["sim_world"] = {"name": sim.world_name, "hash": sim.world_hash}
     meta.policy = config.policy
     meta.episodes_requested = episodes_requested
     meta.message = ""

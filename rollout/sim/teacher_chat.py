@@ -32,24 +32,25 @@ import random
 import re
 import time
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from rollout.agent_table import EMERGENCY_ID, NATURAL_LANGUAGE_ID, NOOP_ID, NUM_AGENTS, agent_name
 from rollout.llm.prices import PriceTable
 from rollout.llm.records import CallLedger, CallRecord, ChatReply, prompt_sha256
 from rollout.sim.faults import CATALOG
-from rollout.sim.world import GENERALIST_IDS, SimWorld, SimWorldMissing, current_world
+from rollout.sim.world import GENERALIST_IDS, SimConfig, SimWorld, SimWorldMissing, current_world
+from rollout.sim.world_file import EMPTY, SITUATIONS, STALE, VALID, default_world
 from rollout.state import EpisodeState
 
-# USD per million tokens (input, output), list prices as published by the providers in late 2025.
-SIM_TEACHER_PRICES = PriceTable.from_dict({"models": {
-    "gpt-5-mini": {"input": 0.25, "output": 2.0},
-    "gemini-3-flash": {"input": 0.50, "output": 3.0},
-}})
+
+# USD per million tokens (input, output), list prices as published by the providers in late 2025
+# (the default world file's teacher_prices).
+def _price_table(teacher_prices: dict[str, dict[str, float]]) -> PriceTable:
+    return PriceTable.from_dict({"models": teacher_prices})
 
 
-# Situation classes beside the fault kinds of the catalog (plan faults are "plan:<kind>").
-EMPTY, VALID, STALE = "empty_domain", "valid_plan", "stale_plan"
-SITUATIONS = (EMPTY, VALID, *(f"plan:{k}" if fc.target == "plan" else k for k, fc in CATALOG.items()), STALE)
+_DEFAULT_WORLD = default_world()
+SIM_TEACHER_PRICES = _price_table(_DEFAULT_WORLD.teacher_prices)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class TeacherProfile:
     accuracy: dict[str, float] = field(default_factory=dict)  # situation class -> P(the repairing agent)
     confusion: dict[str, int] = field(default_factory=dict)  # situation class -> its systematic wrong agent
     systematic: float = 0.0  # P(a wrong answer is the class's stated confusion)
+    reasoning_tokens_sigma: float = 0.5  # log-normal sigma of the reasoning tokens per call
 
     def p_right(self, situation_class: str) -> float:
         return self.accuracy.get(situation_class, self.quality)
@@ -84,44 +86,18 @@ class TeacherProfile:
                 raise ValueError(f"sim teacher confusion {cls}={agent}: want a situation class and an agent ID")
         if self.latency_median_ms < 0 or self.latency_sigma < 0 or self.reasoning_tokens_median < 0:
             raise ValueError("sim teacher latency and reasoning tokens must be >= 0")
-        if self.model not in SIM_TEACHER_PRICES.models:
-            raise ValueError(f"sim teacher price model {self.model!r} unknown; known: "
-                             f"{', '.join(sorted(SIM_TEACHER_PRICES.models))}")
         return self
 
+    @classmethod
+    def from_world(cls, name: str, params: dict[str, Any]) -> TeacherProfile:
+        return cls(name=name, **{k: (dict(v) if isinstance(v, dict) else v) for k, v in params.items()})
 
-# The mistake a prompted model plausibly makes in each situation (the same for both profiles; how
-# often it makes it differs): reading a false precondition as "add the fact" / "drop the
-# precondition" the wrong way round, the strict check's [semantic.*] type errors (filed under
-# parse-error categories) as syntax, a valid plan as worth one more consistency check, ...
-CONFUSION: dict[str, int] = {
-    EMPTY: 1, VALID: 1, "syntax_domain": 1, "syntax_problem": 2, "unsupported_requirement": 2,
-    "hallucinated_predicate": 20, "missing_init_fact": 0, "wrong_goal": 20, "broken_type_hierarchy": 9,
-    "narrow_predicate_type": 9, "wrong_argument_type": 9, "missing_delete_effect": 4,
-    "plan:swapped_args": 14, "plan:misordered_steps": 13, "plan:duplicated_step": 14, "plan:missing_steps": 1,
-    "plan:trailing_steps": 15, STALE: 20}
 
-PROFILES: dict[str, TeacherProfile] = {
-    # a small reasoning model: reliable on the obvious (empty domain, valid plan, parser errors),
-    # under half right on the look-alike semantic faults, verbose reasoning, slower
-    "weaker": TeacherProfile(
-        "weaker", "gpt-5-mini", quality=0.6, unparsable=0.06, latency_median_ms=4000.0, latency_sigma=0.5,
-        reasoning_tokens_median=900.0, confusion=CONFUSION, systematic=0.7, accuracy={
-            EMPTY: 0.95, VALID: 0.95, "syntax_domain": 0.85, "syntax_problem": 0.85, "unsupported_requirement": 0.75,
-            "hallucinated_predicate": 0.6, "missing_init_fact": 0.4, "wrong_goal": 0.35,
-            "broken_type_hierarchy": 0.55, "narrow_predicate_type": 0.45, "wrong_argument_type": 0.45,
-            "missing_delete_effect": 0.3, "plan:swapped_args": 0.55, "plan:misordered_steps": 0.5,
-            "plan:duplicated_step": 0.7, "plan:missing_steps": 0.4, "plan:trailing_steps": 0.5, STALE: 0.6}),
-    # a stronger, faster model: usually right everywhere, its mistakes less concentrated
-    "stronger": TeacherProfile(
-        "stronger", "gemini-3-flash", quality=0.85, unparsable=0.02, latency_median_ms=2000.0, latency_sigma=0.4,
-        reasoning_tokens_median=400.0, confusion=CONFUSION, systematic=0.5, accuracy={
-            EMPTY: 0.99, VALID: 0.99, "syntax_domain": 0.95, "syntax_problem": 0.95, "unsupported_requirement": 0.9,
-            "hallucinated_predicate": 0.85, "missing_init_fact": 0.75, "wrong_goal": 0.7,
-            "broken_type_hierarchy": 0.85, "narrow_predicate_type": 0.8, "wrong_argument_type": 0.8,
-            "missing_delete_effect": 0.65, "plan:swapped_args": 0.85, "plan:misordered_steps": 0.85,
-            "plan:duplicated_step": 0.9, "plan:missing_steps": 0.75, "plan:trailing_steps": 0.85, STALE: 0.85}),
-}
+# The mistake a prompted model plausibly makes in each situation (the same for both default
+# profiles; how often it makes it differs) and the two profiles: all in the default world file.
+PROFILES: dict[str, TeacherProfile] = {name: TeacherProfile.from_world(name, params).check()
+                                       for name, params in _DEFAULT_WORLD.teachers.items()}
+CONFUSION: dict[str, int] = dict(PROFILES["weaker"].confusion)
 DEFAULT_PROFILE = "weaker"
 
 # Which deterministic agent undoes each plan fault of the draft.
@@ -191,10 +167,32 @@ def plausible_wrong(world: SimWorld, state: EpisodeState, right: int) -> list[in
 class SimTeacherChat(CallLedger):
     """Implements `rollout.agents.base.ChatBackend` for the prompted teacher in the simulated world."""
 
-    def __init__(self, profile: TeacherProfile, *, prices: PriceTable = SIM_TEACHER_PRICES) -> None:
+    def __init__(self, profile: TeacherProfile, *, prices: PriceTable = SIM_TEACHER_PRICES,
+                 overrides: dict[str, Any] | None = None) -> None:
+        """`profile` as given; with `overrides` (make_sim_teacher_chat) the profile of that name in the
+        episode's world is used instead, with the overrides applied (so a world file sets the teacher)."""
         self.profile = profile.check()
         self.prices = prices
+        self.overrides = overrides
         self._records: list[CallRecord] = []
+        self._by_world: dict[int, tuple[SimConfig, TeacherProfile, PriceTable]] = {}
+
+    def _in_world(self, config: SimConfig) -> tuple[TeacherProfile, PriceTable]:
+        """This teacher's profile and prices in the world `config` describes."""
+        if self.overrides is None:
+            return self.profile, self.prices
+        hit = self._by_world.get(id(config))
+        if hit is None or hit[0] is not config:
+            params = config.teachers.get(self.profile.name)
+            if params is None:
+                raise SimWorldMissing(f"the simulated world {config.world_name!r} has no teacher profile "
+                                      f"{self.profile.name!r} (it has: {', '.join(sorted(config.teachers))})")
+            profile = replace(TeacherProfile.from_world(self.profile.name, params), **self.overrides).check()
+            hit = (config, profile, _price_table(config.teacher_prices))
+            if len(self._by_world) >= 64:  # configs made per episode: keep the cache small
+                self._by_world.clear()
+            self._by_world[id(config)] = hit
+        return hit[1], hit[2]
 
     @property
     def model_name(self) -> str:
@@ -216,22 +214,21 @@ class SimTeacherChat(CallLedger):
         started = time.time()
         rng = random.Random(f"sim-teacher|{self.profile.name}|{world.seed}|{world.task.task_id}|{state.step}|"
                             f"{len(messages)}|{state.plan}|{state.error_category}")
-        p = self.profile
-        text = self._answer(world, state, rng)
+        p, prices = self._in_world(world.config)
+        text = self._answer(p, world, state, rng)
         tokens_in = sum(count_tokens(m.get("content", "")) + 4 for m in messages)
-        reasoning = int(p.reasoning_tokens_median * math.exp(rng.gauss(0.0, 0.5)))
+        reasoning = int(p.reasoning_tokens_median * math.exp(rng.gauss(0.0, p.reasoning_tokens_sigma)))
         tokens_out = count_tokens(text) + reasoning
         latency_ms = p.latency_median_ms * math.exp(rng.gauss(0.0, p.latency_sigma))
         delay = latency_ms / 1000.0 * world.config.latency_scale
         if delay > 0:
             await asyncio.sleep(delay)
-        cost = self.prices.cost(p.model, tokens_in, tokens_out)
+        cost = prices.cost(p.model, tokens_in, tokens_out)
         self._records.append(CallRecord(purpose, self.model_name, prompt_sha256(messages), tokens_in, tokens_out,
                                         latency_ms, cost, "ok", 1, started))
         return ChatReply(text, tokens_in, tokens_out, latency_ms, cost, self.model_name, 1)
 
-    def _answer(self, world: SimWorld, state: EpisodeState, rng: random.Random) -> str:
-        p = self.profile
+    def _answer(self, p: TeacherProfile, world: SimWorld, state: EpisodeState, rng: random.Random) -> str:
         if rng.random() < p.unparsable:
             return rng.choice(_UNUSABLE)
         cls = situation(world, state)
@@ -253,15 +250,17 @@ def make_sim_teacher_chat(params: dict[str, str]) -> SimTeacherChat:
     name = params.get("profile", DEFAULT_PROFILE)
     if name not in PROFILES:
         raise ValueError(f"unknown sim teacher profile {name!r}; known: {', '.join(sorted(PROFILES))}")
-    profile = PROFILES[name]
+    overrides: dict[str, Any] = {}
     try:
         if "quality" in params:  # one accuracy for every situation, no systematic confusion
-            profile = replace(profile, quality=float(params["quality"]), accuracy={}, systematic=0.0)
+            overrides.update(quality=float(params["quality"]), accuracy={}, systematic=0.0)
         if "unparsable" in params:
-            profile = replace(profile, unparsable=float(params["unparsable"]))
+            overrides.update(unparsable=float(params["unparsable"]))
     except ValueError:
         raise ValueError("sim teacher quality/unparsable must be numbers in [0, 1]") from None
-    return SimTeacherChat(profile)
+    profile = replace(PROFILES[name], **overrides).check()
+    # the profile named in the episode's world (the default world's is `profile`), overrides on top
+    return SimTeacherChat(profile, overrides=overrides)
 
 
 __all__ = ["CONFUSION", "PROFILES", "SIM_TEACHER_PRICES", "SITUATIONS", "SimTeacherChat", "SimWorldMissing",

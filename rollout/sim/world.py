@@ -10,6 +10,7 @@ ever sees real solver output; the fault list never leaves this object.
 from __future__ import annotations
 
 import asyncio
+import copy
 import math
 import random
 from contextvars import ContextVar
@@ -23,6 +24,7 @@ from rollout.pddl.sections import section, sections, shuffle_init, typed_list
 from rollout.pddl.sexpr import SExprError, parse, parse_shared
 from rollout.sim.faults import CATALOG, PDDL_FAULTS, PLAN_FAULTS, Fault, corrupt_plan, render
 from rollout.sim.size import size_excess, task_size
+from rollout.sim.world_file import WORLD_KEYS, World, default_world, world_hash
 from rollout.state import EpisodeState
 from rollout.tasks.base import Task
 
@@ -36,45 +38,66 @@ GENERALIST_IDS = (1,)
 SOLUTION_ID = 3
 
 
+_W = default_world()
+_D = _W.sim  # the default world's parameters (rollout/sim/default_world.yaml); nothing is set here
+
+
 @dataclass
 class SimConfig:
-    repair_prob: float = 0.8  # a primary repairer removes one fault of its class
-    secondary_repair_prob: float = 0.45  # agents listed second for a class, and agent 1 for any class
-    dynamic_repair_prob: float = 0.3  # the dynamic agent, for any class
-    idle_fault_prob: float = 0.15  # an agent with nothing in its area to fix breaks something instead
-    side_effect_prob: float = 0.08  # a repairing call also breaks something
-    fault_count_weights: tuple[float, ...] = (0.05, 0.45, 0.35, 0.15)  # P(0, 1, 2, 3 PDDL faults)
-    # relative odds of each PDDL fault class in a draft (classes that do not apply are skipped)
-    class_weights: dict[str, float] = field(default_factory=lambda: {
-        "syntax_domain": 1.0, "syntax_problem": 0.7, "unsupported_requirement": 0.6,
-        "hallucinated_predicate": 1.0, "missing_init_fact": 1.2, "wrong_goal": 0.8,
-        "broken_type_hierarchy": 1.0, "narrow_predicate_type": 1.0, "wrong_argument_type": 1.0,
-        "missing_delete_effect": 0.4})
-    plan_fault_prob: float = 0.6  # the drafted plan carries one plan fault
-    empty_start_prob: float = 0.15  # the loop starts from an empty domain (the rules call agent 2)
-    no_draft_plan_prob: float = 0.25  # the draft has PDDL only; the loop calls the planner first
-    rename_prob: float = 0.25  # the draft renames actions/objects (the oracle maps them back)
-    hint_bonus: float = 0.15  # agent 3's solution outline raises the next repair's odds
-    # Size-aware drafting: a task larger than size_reference (rollout.sim.size.task_size: the
-    # geometric mean of objects, goal atoms and gold-plan steps) gets a draft with more faults and
-    # repairs that succeed less often, both growing with x = ln(size / size_reference) ** size_exponent.
-    # At or below the reference the world is exactly the size-blind one (same draws). 4 is the
-    # median size of the bundled PlanBench tasks and of generated blocksworld easy: 148 of the 320
-    # bundled tasks are at or below it. The exponent below 1 makes the first steps above the
-    # reference count most, so middling tasks already draft worse than small ones while the largest
-    # generated tasks (size 20-60) do not all fall to the floor. Chosen by measurement (docs/tasks.md).
-    size_reference: float = 4.0
-    size_exponent: float = 0.75
-    size_extra_faults: float = 1.5  # mean extra PDDL faults per draft per unit of x (Poisson)
-    size_repair_decay: float = 0.3  # every repair probability is multiplied by exp(-decay * x)
-    latency_median_ms: float = 2500.0
-    latency_sigma: float = 0.5
-    latency_scale: float = 0.001  # real sleep = simulated latency x this (0: no sleeping)
-    reasoning_tokens_median: float = 800.0
-    model: str = "sim-frontier-mini"
+    """The simulated world's parameters (defaults: the default world file) and the run's latency_scale.
+
+    What each parameter means is written beside it in rollout/sim/default_world.yaml. Size-aware
+    drafting: a task larger than size_reference (rollout.sim.size.task_size: the geometric mean of
+    objects, goal atoms and gold-plan steps) gets a draft with more faults and repairs that succeed
+    less often, both growing with x = ln(size / size_reference) ** size_exponent; at or below the
+    reference the world is exactly the size-blind one (same draws). Chosen by measurement
+    (docs/tasks.md).
+    """
+
+    repair_prob: float = _D["repair_prob"]
+    secondary_repair_prob: float = _D["secondary_repair_prob"]
+    dynamic_repair_prob: float = _D["dynamic_repair_prob"]
+    idle_fault_prob: float = _D["idle_fault_prob"]
+    side_effect_prob: float = _D["side_effect_prob"]
+    fault_count_weights: tuple[float, ...] = _D["fault_count_weights"]
+    class_weights: dict[str, float] = field(default_factory=lambda: dict(_D["class_weights"]))
+    plan_fault_prob: float = _D["plan_fault_prob"]
+    empty_start_prob: float = _D["empty_start_prob"]
+    no_draft_plan_prob: float = _D["no_draft_plan_prob"]
+    rename_prob: float = _D["rename_prob"]
+    hint_bonus: float = _D["hint_bonus"]
+    size_reference: float = _D["size_reference"]
+    size_exponent: float = _D["size_exponent"]
+    size_extra_faults: float = _D["size_extra_faults"]
+    size_repair_decay: float = _D["size_repair_decay"]
+    latency_median_ms: float = _D["latency_median_ms"]
+    latency_sigma: float = _D["latency_sigma"]
+    latency_scale: float = 0.001  # a run setting, not the world's: real sleep = simulated latency x this
+    reasoning_tokens_median: float = _D["reasoning_tokens_median"]
+    model: str = _D["model"]
     # USD per million tokens (input, output)
-    prices: dict[str, tuple[float, float]] = field(
-        default_factory=lambda: {"sim-frontier-mini": (0.25, 2.0), "sim-frontier": (1.25, 10.0)})
+    prices: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(_D["prices"]))
+    generalist_rewrite_prob: float = _D["generalist_rewrite_prob"]
+    emergency_fault_count_weights: tuple[float, ...] = _D["emergency_fault_count_weights"]
+    reasoning_tokens_sigma: float = _D["reasoning_tokens_sigma"]
+    prompt_base_tokens: int = _D["prompt_base_tokens"]
+    # the simulated prompted teachers of this world (profile name -> parameters) and their prices
+    teachers: dict[str, dict[str, Any]] = field(default_factory=lambda: copy.deepcopy(_W.teachers))
+    teacher_prices: dict[str, dict[str, float]] = field(default_factory=lambda: copy.deepcopy(_W.teacher_prices))
+    world_name: str = _W.name
+
+    def world_params(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in WORLD_KEYS}
+
+    @property
+    def world_hash(self) -> str:
+        """The hash of this world's parameters (rollout.sim.world_file.world_hash)."""
+        return world_hash(self.world_params(), self.teachers, self.teacher_prices)
+
+    @classmethod
+    def from_world(cls, world: World, **run_settings: Any) -> SimConfig:
+        return cls(**copy.deepcopy(world.sim), teachers=copy.deepcopy(world.teachers),
+                   teacher_prices=copy.deepcopy(world.teacher_prices), world_name=world.name, **run_settings)
 
 
 @dataclass
@@ -199,7 +222,7 @@ class SimWorld:
             return self._account(state, AgentOutcome(state.domain, state.problem, natural_language=text,
                                                      message="rendered the plan as instructions"), len(text))
         if agent_id == EMERGENCY_ID:
-            self.faults = self._sample_faults((0.35, 0.45, 0.2))
+            self.faults = self._sample_faults(self.config.emergency_fault_count_weights)
             domain, problem = self.render()
             return self._finish(state, domain, problem, "wrote a fresh domain and problem")
         if agent_id == SOLUTION_ID:
@@ -219,7 +242,7 @@ class SimWorld:
                 msg += " (and changed something else)"
             domain, problem = self.render()
             return self._finish(state, domain, problem, msg)
-        if agent_id in GENERALIST_IDS and not self.faults and self.rng.random() < 0.6:
+        if agent_id in GENERALIST_IDS and not self.faults and self.rng.random() < self.config.generalist_rewrite_prob:
             # nothing wrong in the PDDL: the agent rewrites it anyway, which makes the loop replan
             domain, problem = self.render()
             problem = _reorder_init(problem, self.rng)
@@ -274,8 +297,8 @@ class SimWorld:
         cfg = self.config
         prompt_chars = len(state.task_description) + len(state.domain) + len(state.problem) + len(state.plan) \
             + len(state.validator_errors) + len(state.planner_log)
-        tokens_in = 600 + prompt_chars // 4
-        reasoning = int(cfg.reasoning_tokens_median * math.exp(self.rng.gauss(0.0, 0.6)))
+        tokens_in = cfg.prompt_base_tokens + prompt_chars // 4
+        reasoning = int(cfg.reasoning_tokens_median * math.exp(self.rng.gauss(0.0, cfg.reasoning_tokens_sigma)))
         tokens_out = output_chars // 4 + reasoning
         price_in, price_out = cfg.prices.get(cfg.model, (0.0, 0.0))
         out.llm_calls = 1

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_example_config_loads() -> None:
     cfg = LoopConfig.load(ROOT / "examples" / "loop.yaml")
-    assert cfg.policy_class == "fast" and cfg.gate.min_oracle_success_delta == 0.0
+    assert cfg.policy_class == "fast" and cfg.gate.alpha == 0.05 and cfg.gate.mode == "sequential"
 
 
 def test_store_defaults_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -36,6 +36,9 @@ def test_store_defaults_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
     ({"name": "a/b"}, "name"),
     ({"policy_class": "llm"}, "train.base_model"),
     ({"gate": {"episodes_per_task": 0}}, "gate.episodes_per_task"),
+    ({"gate": {"alpha": 0.0}}, "gate.alpha"),
+    ({"gate": {"min_effect": 0}}, "gate.min_effect"),
+    ({"gate": {"mode": "yolo"}}, "gate.mode"),
     ({"train": {"epochs": 0}}, "train.workers and train.epochs"),
 ])
 def test_bad_settings_are_refused(data: dict, message: str) -> None:
