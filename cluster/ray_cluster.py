@@ -39,11 +39,24 @@ def machine_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def session_pids() -> list[int]:
+    """The pids of the processes Ray's node started in this driver (GCS, raylet, monitors);
+    empty where this Ray version does not say (the watchdog then watches all our children)."""
+    import ray
+
+    try:
+        processes = ray._private.worker._global_node.all_processes  # noqa: SLF001
+        return [info.process.pid for infos in processes.values() for info in infos if info.process]
+    except AttributeError:
+        return []
+
+
 def start_watchdog(session_dir: str) -> int:
     """Start cluster/ray_watchdog.py for this driver's local session: if the driver dies without
     `ray.shutdown()` (SIGKILL), the session's processes are killed by pid. Returns its pid."""
     script = Path(__file__).with_name("ray_watchdog.py")
-    proc = subprocess.Popen([sys.executable, "-s", str(script), str(os.getpid()), session_dir],
+    argv = [sys.executable, "-s", str(script), str(os.getpid()), session_dir, *map(str, session_pids())]
+    proc = subprocess.Popen(argv,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
                             close_fds=True, cwd="/")
     return proc.pid

@@ -6,13 +6,16 @@ Ray's own fate-sharing does not reach everything: its dashboard and runtime-env 
 workers they started) kept running. This watchdog is a separate small process, in its own
 session so it outlives the driver, that:
 
-  * every POLL_S records the driver's descendants (pid and start time: a reused pid is never
-    mistaken for one of them);
+  * every POLL_S records the session's processes: those Ray's node started (GCS, raylet,
+    monitors; their pids are passed in) and all their descendants (agents, workers), by pid and
+    start time (a reused pid is never mistaken for one of them); other children of the driver
+    are not its business;
   * when the driver is gone, kills by pid every recorded process still alive, their
     descendants, and any process whose command line names the session's directory or name.
 
 It never runs `ray stop` and never matches by a broad name: other Ray clusters on the same
-machine are untouched. Run as `python ray_watchdog.py DRIVER_PID SESSION_DIR` (a plain script:
+machine are untouched. Run as `python ray_watchdog.py DRIVER_PID SESSION_DIR [SESSION_PID...]`
+(without session pids, every descendant of the driver counts) (a plain script:
 it imports psutil only, not the project).
 """
 
@@ -37,16 +40,30 @@ def _alive(pid: int, created: float) -> psutil.Process | None:
         return None
 
 
-def _record(driver: psutil.Process, known: Known) -> None:
-    try:
-        children = driver.children(recursive=True)
-    except psutil.Error:
-        return
-    for child in children:
+def _record(tops: list[psutil.Process], known: Known) -> None:
+    """Adds the session's processes alive now: the tops and all their descendants."""
+    for top in tops:
         try:
-            known.setdefault(child.pid, child.create_time())
+            procs = [top, *top.children(recursive=True)]
         except psutil.Error:
             continue
+        for proc in procs:
+            try:
+                known.setdefault(proc.pid, proc.create_time())
+            except psutil.Error:
+                continue
+
+
+def _tops(driver: psutil.Process, session_pids: list[int]) -> list[psutil.Process]:
+    """The processes Ray's node started for this session (GCS, raylet, monitors), or, when the
+    driver did not name them, the driver itself (all its descendants count then)."""
+    tops = []
+    for pid in session_pids:
+        try:
+            tops.append(psutil.Process(pid))
+        except psutil.Error:
+            continue
+    return tops or [driver]
 
 
 def _named_in_cmdline(markers: tuple[str, ...]) -> list[psutil.Process]:
@@ -96,17 +113,19 @@ def _running(proc: psutil.Process) -> bool:
         return False
 
 
-def watch(driver_pid: int, session_dir: str) -> int:
+def watch(driver_pid: int, session_dir: str, session_pids: list[int]) -> int:
     """Waits for the driver to die, then kills what is left of its session."""
     try:
         driver = psutil.Process(driver_pid)
     except psutil.Error:
         return 0
+    tops = _tops(driver, session_pids)
     known: Known = {}
     while _running(driver):
-        _record(driver, known)
+        _record(tops, known)
         time.sleep(POLL_S)
     known.pop(os.getpid(), None)
+    known.pop(driver_pid, None)
     killed = 0
     for _ in range(3):  # processes a dying raylet was still starting
         killed += kill_session(known, session_dir)
@@ -116,7 +135,7 @@ def watch(driver_pid: int, session_dir: str) -> int:
 
 def main() -> None:
     driver_pid, session_dir = int(sys.argv[1]), sys.argv[2]
-    killed = watch(driver_pid, session_dir)
+    killed = watch(driver_pid, session_dir, [int(pid) for pid in sys.argv[3:]])
     if killed:
         print(f"ray watchdog: driver {driver_pid} died; killed {killed} leftover process(es) of {session_dir}",
               file=sys.stderr)
