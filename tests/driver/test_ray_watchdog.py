@@ -83,6 +83,14 @@ def session_processes():
 
 def test_a_sigkilled_driver_leaves_no_ray_process_behind(session_processes: dict[int, float]) -> None:
     driver, info = _start_driver("kill")
+    try:
+        _check_kill_leaves_nothing(driver, info, session_processes)
+    finally:  # a failed check must not leave the driver itself running
+        driver.kill()
+        driver.wait()
+
+
+def _check_kill_leaves_nothing(driver: subprocess.Popen, info: dict, session_processes: dict[int, float]) -> None:
     time.sleep(1.0)  # let the raylet finish starting its agents
     watchdog: dict[int, float] = {}
     for child in psutil.Process(driver.pid).children(recursive=True):
