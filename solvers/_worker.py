@@ -107,9 +107,73 @@ def _apply_limits(limits: dict) -> None:
     if limits.get("nofile"):
         resource.setrlimit(resource.RLIMIT_NOFILE, (limits["nofile"],) * 2)
     # RLIMIT_NPROC counts every process of the real uid on the host and is not enforced for
-    # root at all, so it is only a meaningful cap for an unprivileged user.
-    if limits.get("nproc") and os.getuid() != 0:
+    # root at all: a worker running as root hands the call to an unprivileged uid (_drop_to).
+    if limits.get("nproc"):
         resource.setrlimit(resource.RLIMIT_NPROC, (limits["nproc"],) * 2)
+
+
+def _drop_to(ids: tuple[int, int] | None) -> None:
+    """In the call's child: become the unprivileged uid/gid (no supplementary groups, and so no
+    capabilities), so that the kernel enforces RLIMIT_NPROC, which it never does for root."""
+    if ids is None:
+        return
+    uid, gid = ids
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+
+
+def _access_mode(path: str) -> int | None:
+    """What a call needs of `path`: to search a folder or run a program, else to read a file
+    (None: not there even for root, so nothing a call could use)."""
+    try:
+        st_mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return os.X_OK if (st_mode & 0o111) else os.R_OK
+
+
+def _probe_drop(uid: int, gid: int, need: list[str]) -> str:
+    """Whether a forked child can switch to uid:gid and still reach what a call needs (the
+    runtime, the work root, every planner file). Returns "" when it can, else the reason."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        why = ""
+        try:
+            modes = [(path, _access_mode(path)) for path in need]  # as root: what each one is
+            _drop_to((uid, gid))
+            blocked = [path for path, mode in modes if mode is not None and not os.access(path, mode)]
+            if blocked:
+                why = f"uid {uid} cannot reach {blocked[0]}"
+        except OSError as exc:
+            why = f"cannot switch to uid {uid}: {exc}"
+        os.write(write_end, why.encode()[:1000])
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as fh:
+        why = fh.read().decode("utf-8", "replace")
+    os.waitpid(pid, 0)
+    return why
+
+
+def _call_ids(config: dict, root: str) -> tuple[tuple[int, int] | None, str]:
+    """The uid/gid calls run as when the worker is root (None: calls keep the worker's uid) and,
+    when the configured drop is impossible here, why (said once on stderr; calls still run)."""
+    uid = config.get("call_uid")
+    if uid is None or os.getuid() != 0:
+        return None, ""
+    gid = int(config.get("call_gid", uid))
+    os.chmod(root, 0o711)  # the call directories below it must be reachable for that uid
+    need = [root, os.path.dirname(os.__file__), os.path.realpath(sys.executable), *config.get("reach", [])]
+    if config.get("fd_bin"):
+        need.append(config["fd_bin"])
+    why = _probe_drop(int(uid), gid, need)
+    if why:
+        os.write(2, f"halo solver worker: calls run as root, RLIMIT_NPROC is not enforced: {why}\n".encode())
+        return None, why
+    return (int(uid), gid), ""
 
 
 def _failing_file(exc: BaseException) -> str:
@@ -184,7 +248,7 @@ def _translate_then_search(req: dict) -> None:
     os.execve(binary, [binary, *req["search_args"], "--internal-plan-file", "sas_plan"], req["env"])
 
 
-def _child(req: dict, calldir: str, out_w: int) -> None:
+def _child(req: dict, calldir: str, out_w: int, ids: tuple[int, int] | None = None) -> None:
     """Runs in the forked child; never returns."""
     # What the worker built (the translator's modules, the check's caches) is shared with it
     # copy-on-write: out of the collector's sight, a collection in the translator does not
@@ -204,6 +268,7 @@ def _child(req: dict, calldir: str, out_w: int) -> None:
             signal.signal(sig, signal.SIG_DFL)
         if req.get("confine", True):
             _apply_limits(req.get("limits", {}))
+            _drop_to(ids)
         env = dict(req["env"], HOME=calldir, TMPDIR=calldir)
         req["env"] = env
         os.environ.clear()
@@ -437,27 +502,38 @@ def _static_check(req: dict, arrived: float) -> dict:
     return _verdict(_pddl_check(), texts, deadline)
 
 
-def _handle(req: dict, root: str, seq: int, arrived: float) -> dict:
+def _handle(req: dict, root: str, seq: int, arrived: float, ids: tuple[int, int] | None = None) -> dict:
     verdict = _static_check(req, arrived) if req.get("check") else None
     if verdict is not None and "passed" not in verdict:
         return {"ok": True, "check": verdict}
-    answer = _run(req, root, seq, arrived)
+    answer = _run(req, root, seq, arrived, ids)
     if verdict is not None:
         answer["check"] = verdict
     return answer
 
 
-def _run(req: dict, root: str, seq: int, arrived: float) -> dict:
+def _hand_over(calldir: str, ids: tuple[int, int] | None) -> None:
+    """Make the call's directory and its input files the call uid's own (it writes there)."""
+    if ids is None:
+        return
+    for name in [*os.listdir(calldir), "."]:
+        os.chown(os.path.join(calldir, name), *ids, follow_symlinks=False)
+
+
+def _run(req: dict, root: str, seq: int, arrived: float, ids: tuple[int, int] | None = None) -> dict:
     calldir = os.path.join(root, f"call-{seq}")
     os.mkdir(calldir, 0o700)
     try:
         _write_files(calldir, req.get("files", {}))
+        if not req.get("confine", True):
+            ids = None
+        _hand_over(calldir, ids)
         out_r, out_w = os.pipe()
         t0 = time.monotonic()
         pid = os.fork()
         if pid == 0:
             os.close(out_r)
-            _child(req, calldir, out_w)
+            _child(req, calldir, out_w, ids)
         os.close(out_w)
         capture = _Capture(int(req.get("output_bytes", 1_000_000)))
         deadline = arrived + float(req["timeout_s"])
@@ -573,7 +649,9 @@ def main() -> None:
             _warm_translator(root)
     if config.get("warm_up", True):
         _pddl_check()
-    _send(proto_out, {"ready": True, "pid": os.getpid()})
+    ids, drop_error = _call_ids(config, root)
+    _send(proto_out, {"ready": True, "pid": os.getpid(), "call_uid": ids[0] if ids else os.getuid(),
+                      "drop_error": drop_error})
     seq = 0
     # The worker's own CPU for a call is part of what the call costs, next to the child's rusage
     # in "cpu_s": reading the request, staging files, fork, reaping, collecting output, cleanup,
@@ -590,7 +668,7 @@ def main() -> None:
         if isinstance(sent_at, float) and 0.0 <= arrived - sent_at < 600.0:  # one host, one monotonic clock
             arrived = sent_at
         try:
-            answer = _handle(req, root, seq, arrived)
+            answer = _handle(req, root, seq, arrived, ids)
         except Exception as exc:  # a broken request is answered, the worker stays up
             answer = {"ok": False, "error": repr(exc)}
         if config.get("wipe_root"):

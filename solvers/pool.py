@@ -32,6 +32,7 @@ from solvers.sandbox import (
     SANDBOX_WORK_ROOT,
     RunResult,
     bwrap_argv,
+    call_uid,
     note_bwrap_works,
     python_runtime,
     sandbox_level,
@@ -81,6 +82,10 @@ class Worker:
         config = {"root": root, "fd_bin": str(fd_bin) if fd_bin else None, "wipe_root": level == "bwrap",
                   # Outside bwrap the worker's parent is this process (inside, it is bwrap's init).
                   "parent_pid": None if level == "bwrap" else os.getpid(),
+                  # A root worker hands each call to this unprivileged uid (RLIMIT_NPROC).
+                  "call_uid": call_uid(),
+                  # What calls must still reach as that uid (else they keep root, and it is said).
+                  "reach": _ro_paths(),
                   # A one-shot process makes one call: warming the translator would cost, not save.
                   "warm_up": os.environ.get("HALO_SOLVER_WARM_UP", "1") != "0"}
         # -s -S -P: no user site, no site-packages, no script dir on sys.path. Not -I, which would
@@ -98,6 +103,11 @@ class Worker:
             self.kill()
             raise WorkerError(f"solver worker failed to start ({level}): {exc}; {self.stderr_tail()}") from None
         self.pid = hello.get("pid")
+        self.call_uid: int | None = hello.get("call_uid")
+        self.drop_error: str = hello.get("drop_error") or ""
+        if self.drop_error:
+            _warn_once(f"solver calls at level {level} run as root, so their process-count limit is "
+                       f"not enforced: {hello['drop_error']}")
         if level == "bwrap":
             note_bwrap_works()
 
@@ -171,6 +181,17 @@ class Worker:
         except (OSError, subprocess.TimeoutExpired, ValueError):
             pass
         self.kill()
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        import logging  # only here: a one-shot `halo solve` does not pay for the import
+
+        logging.getLogger("halo.solvers").warning(message)
 
 
 class _Spawner:

@@ -68,9 +68,48 @@ def python_runtime() -> tuple[str, list[str]]:
 SANDBOX_WORK_ROOT = "/halo-work"
 
 
+# What a root worker keeps inside bubblewrap: enough to hand each call to the unprivileged
+# call uid (setuid/setgid, chown of the call directory) and to read, kill and clean up after it.
+_ROOT_WORKER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_FOWNER", "CAP_KILL", "CAP_DAC_OVERRIDE")
+
+
+def _unshare_flags() -> list[str]:
+    """Every namespace. As root, all but the user namespace: bubblewrap's own one maps only uid 0,
+    so no call could become an unprivileged uid in it, and RLIMIT_NPROC binds no root."""
+    if os.geteuid() != 0:
+        return ["--unshare-all"]
+    caps = [arg for cap in _ROOT_WORKER_CAPS for arg in ("--cap-add", cap)]
+    return ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", *caps]
+
+
+def _made_folders(ro_paths: list[str]) -> list[str]:
+    """The folders bubblewrap creates above the read-only binds (as root it makes them 0700, which
+    would hide e.g. a runtime under /root from the unprivileged call uid), shallowest first."""
+    bound = ["/usr", *ro_paths]
+    folders = {str(parent) for path in ro_paths for parent in Path(path).parents} - {"/", "/tmp"}
+    inside = [f for f in folders if not any(f == b or f.startswith(b.rstrip("/") + "/") for b in bound)]
+    return sorted(inside, key=lambda f: (f.count("/"), f))
+
+
+DEFAULT_CALL_UID = 65534  # "nobody"
+
+
+def call_uid() -> int | None:
+    """The uid a root worker runs each call as (HALO_SANDBOX_UID, default 65534; its gid is the
+    same number); None when this process is not root or HALO_SANDBOX_UID=0 keeps calls root."""
+    if os.geteuid() != 0:
+        return None
+    raw = os.environ.get("HALO_SANDBOX_UID", "").strip()
+    if not raw:
+        return DEFAULT_CALL_UID
+    if not raw.isdigit():
+        raise ValueError(f"HALO_SANDBOX_UID must be a numeric uid, got {raw!r}")
+    return int(raw) or None
+
+
 def bwrap_argv(ro_paths: list[str], *, chdir: str = SANDBOX_WORK_ROOT) -> list[str]:
     """The bubblewrap prefix: nothing shared but read-only system and runtime paths."""
-    argv = [bwrap_path() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+    argv = [bwrap_path() or "bwrap", *_unshare_flags(), "--die-with-parent", "--new-session",
             "--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib64", "lib32", "libx32"):
         path = Path("/", name)
@@ -85,6 +124,9 @@ def bwrap_argv(ro_paths: list[str], *, chdir: str = SANDBOX_WORK_ROOT) -> list[s
     argv += ["--tmpfs", "/tmp", "--tmpfs", SANDBOX_WORK_ROOT]
     for path in ro_paths:
         argv += ["--ro-bind", path, path]
+    if os.geteuid() == 0:
+        for folder in _made_folders(ro_paths):
+            argv += ["--chmod", "0755", folder]
     # /tmp stays read-only: calls write only under their own directory in SANDBOX_WORK_ROOT.
     argv += ["--remount-ro", "/tmp", "--proc", "/proc", "--dev", "/dev", "--clearenv",
              "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", SANDBOX_WORK_ROOT, "--setenv", "LANG", "C.UTF-8",
