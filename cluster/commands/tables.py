@@ -25,6 +25,13 @@ def fits(c, needed: int = WIDE_COLUMNS) -> bool:  # noqa: ANN001
     return c.width >= needed
 
 
+def table_width(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
+    """Columns a rich table needs to show every value whole (headers may wrap at spaces)."""
+    widths = [max([len(w) for w in str(h).split()] + [len(str(r[i])) for r in rows] + [1])
+              for i, h in enumerate(headers)]
+    return sum(widths) + 3 * len(widths) + 1
+
+
 def stacked(headers: Sequence[str], rows: Sequence[Sequence[str]], *, width: int, key_columns: int = 1) -> str:
     """Each row: its first `key_columns` values on one line, the rest as `header value` pairs,
     indented and packed into `width` columns."""
@@ -46,11 +53,18 @@ def stacked(headers: Sequence[str], rows: Sequence[Sequence[str]], *, width: int
 def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], *, wide: bool = False,
                 key_columns: int = 1) -> None:
     """A rich table when the terminal is wide enough (or `wide`), else the stacked layout."""
-    from rich.table import Table
+    from rich.console import Console
+    from rich.table import Column, Table
 
     c = console(wide)
-    if wide or fits(c):
-        table = Table(*headers, title=title.replace("\n", "  ") or None, title_justify="left")
+    needed = max(WIDE_COLUMNS, table_width(headers, rows))
+    piped = not c.is_terminal and not os.environ.get("COLUMNS")  # logs and scripts: the whole table
+    if wide or piped or fits(c, needed):
+        if c.width < needed:  # --wide or a pipe: the whole table, however wide
+            c = Console(width=needed)
+        longest = [max([len(str(r[i])) for r in rows] + [1]) for i in range(len(headers))]
+        table = Table(*(Column(str(h), overflow="fold", min_width=n) for h, n in zip(headers, longest, strict=True)),
+                      title=title.replace("\n", "  ") or None, title_justify="left")
         for row in rows:
             table.add_row(*row)
         c.print(table)
