@@ -37,8 +37,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rollout.policy import Decision, Policy  # noqa: E402
-from rollout.state import EpisodeState  # noqa: E402
+from rollout.core.decision import Decision, Policy  # noqa: E402
+from rollout.core.state import EpisodeState  # noqa: E402
 
 
 class DecisionNoise(Policy):
@@ -56,7 +56,7 @@ class DecisionNoise(Policy):
         self.decides_inline = inner.decides_inline
 
     def _decide(self, state: EpisodeState) -> Decision:
-        from rollout.agent_table import EMERGENCY_ID, NOOP_ID
+        from rollout.core.agent_table import EMERGENCY_ID, NOOP_ID
         from rollout.policies.random import state_rng
 
         decision = self.inner.decide(state)
@@ -73,7 +73,7 @@ class DecisionNoise(Policy):
 def train_served_model(out: Path, tasks: list, seeds: int, log) -> Path:  # noqa: ANN001
     """The fast policy from the simulated prompted teacher's episodes, built as the pipeline's main
     policy is (validator filter, idle steps dropped, one verified augmentation)."""
-    from rollout.episode import EpisodeConfig, run_episodes
+    from rollout.loop.episode import EpisodeConfig, run_episodes
     from rollout.policies import make_policy
     from train.dataset import BuildConfig, build_examples, write_dataset
     from train.fast_policy import train_fast_policy_dir
@@ -115,8 +115,8 @@ def cached_pool(cache: Path | None, model_dir: Path, noise: tuple[float, float],
 
 def run_pool(model_dir: Path, noise: tuple[float, float], noise_seed: int, tasks: list, seeds: list[int]) -> dict:
     """(task, seed) -> episode of the served model with this noise, on every pool episode."""
-    from rollout.episode import EpisodeConfig, run_episodes
-    from rollout.rules import RulesFirst
+    from rollout.loop.episode import EpisodeConfig, run_episodes
+    from rollout.policies.rules import RulesFirst
     from train.policies import load_policy
 
     # the noise is on every decision, the rules layer's too: the served policy as a whole samples

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rollout.policy import Decision, Policy  # noqa: E402
-from rollout.state import EpisodeState  # noqa: E402
+from rollout.core.decision import Decision, Policy  # noqa: E402
+from rollout.core.state import EpisodeState  # noqa: E402
 
 
 class Probe(Policy):
@@ -50,7 +50,7 @@ class Probe(Policy):
 
 def report(spec: str, tasks: list, seeds: list[int], concurrency: int, llm: str = "sim") -> dict:
     """Print the policy's decisions per situation class; return the figures."""
-    from rollout.episode import EpisodeConfig, run_episode
+    from rollout.loop.episode import EpisodeConfig, run_episode
     from rollout.policies import make_policy
     from rollout.sim.spec import sim_config_for
     from train.pipeline import calls_by_source

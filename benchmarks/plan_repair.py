@@ -22,8 +22,8 @@ sys.path.insert(0, str(ROOT))
 import solvers  # noqa: E402
 from rollout.agents.base import AgentContext, make_agent  # noqa: E402
 from rollout.agents.plan_search import SimEvaluator, ValidatorEvaluator  # noqa: E402
-from rollout.pddl.simulator import load_world  # noqa: E402
-from rollout.state import EpisodeState  # noqa: E402
+from rollout.core.state import EpisodeState  # noqa: E402
+from rollout.pddl.state_space import load_world  # noqa: E402
 from rollout.tasks.base import Task  # noqa: E402
 
 FIX = ROOT / "tests" / "rollout_llm" / "fixtures"

@@ -152,7 +152,7 @@ def finish(figures: dict[str, dict[str, float]], as_json: bool) -> int:
 def _store_only(args: argparse.Namespace) -> int:
     import asyncio
 
-    from rollout.episode import EpisodeConfig, run_episodes
+    from rollout.loop.episode import EpisodeConfig, run_episodes
     from rollout.policies import make_policy
     from rollout.tasks import load_tasks
 

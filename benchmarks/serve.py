@@ -39,9 +39,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.http_load import latency, throughput  # noqa: E402
-from rollout.agent_table import AGENT_TABLE  # noqa: E402
-from rollout.state import EpisodeState  # noqa: E402
-from rollout.trajectory import EpisodeRecord, StepRecord  # noqa: E402
+from rollout.core.agent_table import AGENT_TABLE  # noqa: E402
+from rollout.core.state import EpisodeState  # noqa: E402
+from rollout.core.trajectory import EpisodeRecord, StepRecord  # noqa: E402
 
 DOMAIN = ("(define (domain blocks) (:requirements :strips :typing) (:types block)\n"
           " (:predicates (on ?x - block ?y - block) (clear ?x - block) (holding ?x - block) (handempty))\n"

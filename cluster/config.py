@@ -45,7 +45,7 @@ ENV_VARS: dict[str, EnvVar] = {v.name: v for v in (
     EnvVar("HALO_LLM_API_KEY", "key of the LLM endpoint", ("rollout.llm",), secret=True),
     EnvVar("OPENAI_API_KEY", "fallback for HALO_LLM_API_KEY", ("rollout.llm", "lib:openai"), secret=True),
     EnvVar("HALO_SERVE_API_KEY", "bearer token student rollouts and the loop send to the decision service",
-           ("rollout.decision_client", "cluster.loop.serving"), secret=True),
+           ("rollout.policies.student_client", "cluster.loop.serving"), secret=True),
     EnvVar("HALO_SERVE_API_KEYS", "comma-separated decision keys the decision service accepts", ("serve.config",),
            secret=True),
     EnvVar("HALO_SERVE_ADMIN_KEYS", "comma-separated admin keys (also /v1/admin/*) of the decision service",

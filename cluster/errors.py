@@ -63,7 +63,7 @@ def _first_line(exc: BaseException) -> str:
 
 def classify(exc: BaseException) -> tuple[int, str]:
     """(exit code, one line) for any exception a command let through."""
-    from rollout.infra import infra_reason
+    from rollout.core.infra import infra_reason
     from rollout.store import StoreUnavailable
     from rollout.store.lease import LeaseHeld
 

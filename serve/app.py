@@ -1,6 +1,6 @@
 """The decision service: one Ray Serve deployment with a FastAPI ingress.
 
-The rules layer (`rollout.rules.RulesFirst`) answers in the request handler without touching the
+The rules layer (`rollout.policies.rules.RulesFirst`) answers in the request handler without touching the
 model; every other state goes to the loaded model, through one `@serve.batch` queue unless the
 model decides inline. Ingress and model share the replica so a decision costs one proxy hop, not
 two. The model is swapped atomically by a background thread that follows the registry actor
@@ -26,9 +26,9 @@ from fastapi.responses import JSONResponse, Response
 from ray import serve
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from rollout.policy import Decision, Policy
-from rollout.rules import RulesFirst
-from rollout.state import EpisodeState, StateError, field_path
+from rollout.core.decision import Decision, Policy
+from rollout.core.state import EpisodeState, StateError, field_path
+from rollout.policies.rules import RulesFirst
 from serve.autoscaling import FAST_IN_FLIGHT, POLICY_FUNCTION
 from serve.config import ServeConfig
 from serve.fast_ingress import FAST_INGRESS_THREAD, FastIngress

@@ -1,10 +1,10 @@
 """The decision service's Python client for production planners (sync and async; typed answers).
 
-Defined in rollout/decision_client.py, which the student policy also uses (rollout must not import
+Defined in rollout/policies/student_client.py, which the student policy also uses (rollout must not import
 serve); re-exported here under the service's name.
 """
 
-from rollout.decision_client import (
+from rollout.policies.student_client import (
     API_KEY_ENV,
     RETRY_STATUS,
     Answer,

@@ -21,9 +21,9 @@ from typing import Any
 
 import ray
 
-from rollout.agent_table import agent_name
-from rollout.state import EpisodeState
-from rollout.trajectory import EpisodeRecord, StepRecord
+from rollout.core.agent_table import agent_name
+from rollout.core.state import EpisodeState
+from rollout.core.trajectory import EpisodeRecord, StepRecord
 from serve.feedback_verify import FEEDBACK_CODE, verify_episode
 from serve.schemas import FeedbackIn
 

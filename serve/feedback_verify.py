@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass
 
 import solvers
-from rollout.trajectory import EpisodeRecord
+from rollout.core.trajectory import EpisodeRecord
 
 FEEDBACK_CODE = "serve-feedback"
 VERIFIED = f"{FEEDBACK_CODE}:verified"
@@ -67,14 +67,14 @@ def _tasks(spec: str) -> dict[str, object]:
 
 
 def check_oracle(episode: EpisodeRecord, plan: str, tasks_spec: str) -> tuple[bool | None, str]:
-    from rollout.oracle import check_plan
+    from rollout.loop.oracle import check_plan
 
     task = _tasks(tasks_spec).get(episode.task_id)
     if task is None:
         return None, "task unknown to the service: oracle not checked"
     name_map = None
     if episode.llm_backend == "sim":  # the simulated world renames deterministically from (task, seed)
-        from rollout.backends import SimAgents
+        from rollout.loop.backends import SimAgents
 
         name_map = SimAgents().world(task, episode.seed).name_map  # type: ignore[arg-type]
     verdict = check_plan(task, plan, name_map=name_map)  # type: ignore[arg-type]

@@ -8,8 +8,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from rollout.policy import Decision, Policy
-from rollout.state import EpisodeState
+from rollout.core.decision import Decision, Policy
+from rollout.core.state import EpisodeState
 
 DEPLOYMENT_NAME = "DecisionService"
 

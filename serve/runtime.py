@@ -14,9 +14,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rollout.agent_table import NUM_AGENTS
-from rollout.policy import MODEL, Decision, Policy
-from rollout.state import EpisodeState
+from rollout.core.agent_table import NUM_AGENTS
+from rollout.core.decision import MODEL, Decision, Policy
+from rollout.core.state import EpisodeState
 from serve.model_source import DEFAULT_CACHE, ModelRoots, SizeLimits, check_npz_files, resolve_model
 from train.manifest import Manifest, ManifestError
 from train.policies import decides_inline

@@ -1,7 +1,7 @@
 """The HTTP API's request and response bodies (they make the OpenAPI document).
 
-`StateIn` is `rollout.state.state_schema()`, the one validation of an episode state, which
-`EpisodeState.from_dict` runs too; `DecisionOut` carries every field of `rollout.policy.Decision`.
+`StateIn` is `rollout.core.state.state_schema()`, the one validation of an episode state, which
+`EpisodeState.from_dict` runs too; `DecisionOut` carries every field of `rollout.core.decision.Decision`.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
-from rollout.agent_table import DYNAMIC_AGENT_ID, NUM_AGENTS
-from rollout.policy import DecidedBy
-from rollout.state import MAX_STEP, state_schema
-from rollout.trajectory import FEEDBACK_STEP_FIELDS, StepRecord
+from rollout.core.agent_table import DYNAMIC_AGENT_ID, NUM_AGENTS
+from rollout.core.decision import DecidedBy
+from rollout.core.state import MAX_STEP, state_schema
+from rollout.core.trajectory import FEEDBACK_STEP_FIELDS, StepRecord
 
 # Strict: no coercion ("1" is not 1) and unknown fields refused, so a typo such as `plan_vaild`
 # is a 422 naming it rather than a silently different decision.
@@ -29,7 +29,7 @@ StateIn = state_schema()
 
 
 class DecisionOut(BaseModel):
-    """`rollout.policy.Decision.to_dict()`: every field of a decision, and the agent's name."""
+    """`rollout.core.decision.Decision.to_dict()`: every field of a decision, and the agent's name."""
 
     agent_id: int = Field(description=f"the chosen agent (0..{NUM_AGENTS - 1}; {DYNAMIC_AGENT_ID} is the dynamic "
                                       "agent)")
@@ -56,7 +56,7 @@ class BatchOut(BaseModel):
 
 
 def _feedback_step_model() -> type[BaseModel]:
-    """One step of /v1/feedback: StepRecord's fields (rollout/trajectory.py), minus the ones the
+    """One step of /v1/feedback: StepRecord's fields (rollout/core/trajectory.py), minus the ones the
     service derives, with the state as an object."""
     record_fields = {f.name: f for f in fields(StepRecord)}
     spec: dict[str, Any] = {

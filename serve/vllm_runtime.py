@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rollout.agent_table import NUM_AGENTS
-from rollout.policy import MODEL, Decision, Policy
-from rollout.state import EpisodeState
+from rollout.core.agent_table import NUM_AGENTS
+from rollout.core.decision import MODEL, Decision, Policy
+from rollout.core.state import EpisodeState
 from train.manifest import Manifest, ManifestError
 
 ADAPTER_DIR = "adapter"

@@ -74,7 +74,8 @@ def test_no_import_climbs_the_layer_order():
     assert climbing == [], f"imports that climb the layer order: {climbing}"
 
 
-@pytest.mark.parametrize("edge", [("solvers.pool", "rollout.state"), ("rollout.state", "rollout.policy")])
+@pytest.mark.parametrize("edge", [("solvers.pool", "rollout.core.state"),
+                                  ("rollout.core.state", "rollout.core.decision")])
 def test_the_checks_catch_a_climb_and_a_cycle(edge):
     graph = import_graph()
     graph.add_edge(*edge)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from rollout.state import EpisodeState
-from rollout.trajectory import EpisodeRecord, StepRecord
+from rollout.core.state import EpisodeState
+from rollout.core.trajectory import EpisodeRecord, StepRecord
 
 _DOMAIN = "(define (domain blocksworld) (:requirements :strips) (:predicates (on ?x ?y) (clear ?x)))"
 

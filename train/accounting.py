@@ -26,10 +26,10 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from rollout.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID, NATURAL_LANGUAGE_ID, NOOP_ID
-from rollout.report import refinement_steps
+from rollout.core.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID, NATURAL_LANGUAGE_ID, NOOP_ID
+from rollout.core.trajectory import EpisodeRecord
+from rollout.loop.report import refinement_steps
 from rollout.sim.paper_calibration import served_usd_per_decision, teacher_usd_per_call
-from rollout.trajectory import EpisodeRecord
 
 # the LLM agents of the refinement steps: 0-10 and 18-20, and the dynamic agent (an LLM with a written profile)
 _LLM_KIND = frozenset(a.agent_id for a in AGENT_TABLE if a.kind == "llm")

@@ -18,10 +18,10 @@ import random
 import re
 from dataclasses import dataclass, replace
 
+from rollout.core.state import EpisodeState
+from rollout.core.trajectory import EpisodeRecord
 from rollout.pddl.sections import section, shuffle_init
 from rollout.pddl.sexpr import SExprError, parse
-from rollout.state import EpisodeState
-from rollout.trajectory import EpisodeRecord
 from train.examples import Example, example_id_for
 
 _IDENT = r"[A-Za-z][A-Za-z0-9_\-]*"

@@ -19,8 +19,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rollout.agent_table import AGENT_IDS, agent_name
-from rollout.trajectory import EpisodeRecord, is_infra_failure
+from rollout.core.agent_table import AGENT_IDS, agent_name
+from rollout.core.trajectory import EpisodeRecord, is_infra_failure
 from train.encoder import ENCODER_VERSION, encode_state, encode_text
 from train.examples import Example, FilterCounts, select_examples, split_by_task
 

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rollout.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID
-from rollout.state import EpisodeState
+from rollout.core.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID
+from rollout.core.state import EpisodeState
 
 ENCODER_VERSION = "halo-enc-2"
 # v1: sections in the DESIGN.md order. v2: the static agent list first (it never changes, so a

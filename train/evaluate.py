@@ -3,7 +3,7 @@
 Every compared policy runs the same tasks with the same episode seeds (so the simulated world
 drafts the same faults), with the rules layer first: the trained model, the teacher that
 produced its data, a uniformly random policy and the majority-class policy. The table is the
-refinement-loop report of rollout/report.py, plus the mean latency of non-rule decisions.
+refinement-loop report of rollout/loop/report.py, plus the mean latency of non-rule decisions.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
-from rollout.report import PolicySummary, format_markdown, summarize
+from rollout.core.trajectory import EpisodeRecord
+from rollout.loop.report import PolicySummary, format_markdown, summarize
 from rollout.tasks.base import Task
-from rollout.trajectory import EpisodeRecord
 from train.train_tasks import TRAIN_TASKS_FILE, held_out, write_train_tasks
 
 __all__ = ["TRAIN_TASKS_FILE", "held_out", "write_train_tasks", "evaluate"]
@@ -22,7 +22,7 @@ __all__ = ["TRAIN_TASKS_FILE", "held_out", "write_train_tasks", "evaluate"]
 
 async def run_episodes(tasks: list[Task], policy_spec: str, *, seeds: list[int], run_id: str,
                        concurrency: int = 4, max_steps: int = 10, llm: str = "sim") -> list[EpisodeRecord]:
-    from rollout.episode import EpisodeConfig, run_episode
+    from rollout.loop.episode import EpisodeConfig, run_episode
     from rollout.policies import make_policy
     from rollout.sim.spec import sim_config_for
 

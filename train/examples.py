@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from rollout.agent_table import NUM_AGENTS
-from rollout.state import EpisodeState
-from rollout.trajectory import EpisodeRecord, StepRecord
+from rollout.core.agent_table import NUM_AGENTS
+from rollout.core.state import EpisodeState
+from rollout.core.trajectory import EpisodeRecord, StepRecord
 
 FilterName = Literal["validator", "oracle", "none"]
 FILTERS: tuple[str, ...] = ("validator", "oracle", "none")

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rollout.agent_table import NUM_AGENTS
+from rollout.core.agent_table import NUM_AGENTS
 from train.encoder import ENCODER_VERSION
 from train.examples import Example
 from train.fast_policy import ID_LABELS, POLICY_CLASS, WEIGHTS_FILE, EmptyDatasetError, HashedLinearPolicy

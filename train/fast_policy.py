@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from rollout.agent_table import AGENT_IDS, NUM_AGENTS
-from rollout.policy import Decision, Policy
-from rollout.state import EpisodeState
-from rollout.trajectory import EpisodeRecord
+from rollout.core.agent_table import AGENT_IDS, NUM_AGENTS
+from rollout.core.decision import Decision, Policy
+from rollout.core.state import EpisodeState
+from rollout.core.trajectory import EpisodeRecord
 from train.encoder import ENCODER_VERSION
 from train.examples import Example, select_examples, split_by_task
 from train.features import DEFAULT_BUCKETS, FEATURE_VERSION, hash_features, state_features

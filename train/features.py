@@ -16,9 +16,9 @@ import re
 import zlib
 from collections.abc import Iterable
 
+from rollout.core.state import EpisodeState
 from rollout.pddl.sections import section, sections
 from rollout.pddl.sexpr import SExprError, parse_shared
-from rollout.state import EpisodeState
 from train.cost_budget import OverBudget, check_budget, time_budget
 from train.reachability import goal_reachability
 

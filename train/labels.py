@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rollout.agent_table import AGENT_IDS
+from rollout.core.agent_table import AGENT_IDS
 
 CONTEXT = "Selected Agent:"
 SPECIAL_LABELS = tuple(f"<|agent_{i}|>" for i in AGENT_IDS)

@@ -11,7 +11,7 @@ import asyncio
 import re
 from dataclasses import dataclass, field, replace
 
-from rollout.agent_table import AGENT_TABLE, agent_name
+from rollout.core.agent_table import AGENT_TABLE, agent_name
 from rollout.llm import LLMConfig, LLMError, OpenAIChatClient, config_from_env
 from train.examples import Example, example_id_for
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rollout.policy import Decision, Policy
-from rollout.state import EpisodeState
+from rollout.core.decision import Decision, Policy
+from rollout.core.state import EpisodeState
 from train.base_models import load_tokenizer, resolve_base_model
 from train.encoder import encode_state
 from train.labels import LabelError, label_set_from_map

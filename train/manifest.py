@@ -12,7 +12,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from rollout.agent_table import AGENT_IDS, NUM_AGENTS
+from rollout.core.agent_table import AGENT_IDS, NUM_AGENTS
 
 MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = 1

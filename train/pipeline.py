@@ -29,11 +29,11 @@ import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rollout.agent_table import AGENT_TABLE
-from rollout.policy import Policy
-from rollout.report import refinement_steps
+from rollout.core.agent_table import AGENT_TABLE
+from rollout.core.decision import Policy
+from rollout.core.trajectory import EpisodeRecord
+from rollout.loop.report import refinement_steps
 from rollout.tasks.base import Task
-from rollout.trajectory import EpisodeRecord
 
 FAMILY_ORDER = ("planbench", "natural_plan", "classical", "temporal")
 # domains kept out of training for the cross-domain table: two PlanBench-style, two classical
@@ -168,7 +168,7 @@ def run_policy(tasks: list[Task], spec: str, seeds: list[int], run_id: str, conc
                llm: str = "sim") -> RunResult:
     """Episodes of one policy spec over tasks x seeds in one event loop, with its LLM ledger; `llm`
     is the sim spec of the world they run in ("sim", "sim:world=FILE")."""
-    from rollout.episode import EpisodeConfig, run_episode
+    from rollout.loop.episode import EpisodeConfig, run_episode
     from rollout.policies import make_policy
     from rollout.sim.spec import sim_config_for
 
@@ -200,7 +200,7 @@ def run_policy(tasks: list[Task], spec: str, seeds: list[int], run_id: str, conc
 def calls_by_source(records: list[EpisodeRecord]) -> dict[str, float]:
     """Where an episode's LLM calls come from: the orchestrator's own, the LLM agents the rules
     layer chose, the LLM agents the policy chose, the final natural-language rendering."""
-    from rollout.agent_table import NATURAL_LANGUAGE_ID
+    from rollout.core.agent_table import NATURAL_LANGUAGE_ID
 
     out = {"orchestrator": 0.0, "agents chosen by rules": 0.0, "agents chosen by the policy": 0.0,
            "natural-language rendering": 0.0}

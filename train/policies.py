@@ -10,9 +10,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from rollout.policy import Decision, Policy
-from rollout.rules import RulesFirst
-from rollout.state import EpisodeState
+from rollout.core.decision import Decision, Policy
+from rollout.core.state import EpisodeState
+from rollout.policies.rules import RulesFirst
 from solvers.registry import Registry
 from train.manifest import Manifest, ManifestError
 

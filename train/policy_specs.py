@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from rollout.policy import Policy
+from rollout.core.decision import Policy
 
 
 def model_factory(params: str, seed: int) -> Policy:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 
 from rollout.pddl.model import PDDLParseError
 from rollout.pddl.sexpr import SExpr, SExprError
-from rollout.pddl.simulator import World, load_world
+from rollout.pddl.state_space import World, load_world
 from train.cost_budget import check_budget
 
 Atom = tuple[str, ...]

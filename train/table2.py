@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from rollout.core.trajectory import EpisodeRecord
 from rollout.sim.paper_calibration import PAPER_CALIBRATION, teacher_usd_per_call
 from rollout.sim.vanilla import VanillaOutcome
-from rollout.trajectory import EpisodeRecord
 from train.accounting import DRAFT_CALLS, Orchestrator, account
 
 TABLE2_FAMILIES = ("planbench", "natural_plan", "classical")

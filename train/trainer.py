@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rollout.agent_table import AGENT_IDS
+from rollout.core.agent_table import AGENT_IDS
 from train.base_models import load_tokenizer, resolve_base_model
 from train.dataset import DatasetCard, DatasetError, read_split, tokenizer_fingerprint
 from train.encoder import ENCODER_VERSION, encode_state
@@ -140,7 +140,7 @@ def _prepare_rows(cfg: TrainConfig, tokenizer: Any, label_set: Any, card: Datase
         if same_tokenizer and all(r.get("prompt") for r in rows):
             prompts = [r["prompt"] for r in rows]
         else:
-            from rollout.state import EpisodeState
+            from rollout.core.state import EpisodeState
 
             prompts = [encode_state(EpisodeState.from_json(r["state_json"]), tokenizer, ENCODER_VERSION,
                                     label_set.label_map) for r in rows]

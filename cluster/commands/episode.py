@@ -21,8 +21,8 @@ def register(app: typer.Typer) -> None:
         """Run one episode; print which agent ran at each step, why, and what the solvers said."""
         from dataclasses import asdict
 
-        from rollout.backends import SimAgents
-        from rollout.episode import EpisodeConfig, run_episode_sync
+        from rollout.loop.backends import SimAgents
+        from rollout.loop.episode import EpisodeConfig, run_episode_sync
         from rollout.policies import PolicySpecError, make_policy
         from rollout.sim.spec import is_sim_spec, sim_config_for
         from rollout.tasks import TaskSpecError, find_task
@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
 
 
 def format_trace(record) -> str:  # noqa: ANN001  (an EpisodeRecord; imported lazily)
-    from rollout.state import EpisodeState
+    from rollout.core.state import EpisodeState
 
     lines = [f"episode {record.episode_id}  task {record.task_id}  policy {record.policy_name}  "
              f"llm_backend={record.llm_backend}  seed {record.seed}"]

@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(format_rows(rows))
             return
         from cluster.commands.tables import print_table
-        from rollout.report import HEADERS, summary_row
+        from rollout.loop.report import HEADERS, summary_row
 
         print_table("", HEADERS, [summary_row(r.summary) for r in rows], wide=wide)
         for r in rows:

@@ -36,9 +36,9 @@ def register(app: typer.Typer) -> None:
         import asyncio
         import time
 
-        from rollout.episode import EpisodeConfig, run_episodes
+        from rollout.loop.episode import EpisodeConfig, run_episodes
+        from rollout.loop.report import HEADERS, format_markdown, parse_group_by, summarize, summarize_by, summary_row
         from rollout.policies import PolicySpecError, make_policy
-        from rollout.report import HEADERS, format_markdown, parse_group_by, summarize, summarize_by, summary_row
         from rollout.sim.runnable import sim_unrunnable
         from rollout.sim.spec import SimSpecError, is_sim_spec, sim_config_for, world_label
         from rollout.tasks import TaskSpecError, load_tasks
@@ -94,7 +94,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"SIMULATED agent world (llm_backend=sim, world {world_label(sim)}) - not real-LLM results. "
                    f"tasks: {tasks} ({len(task_list)}), seed {seed}, episodes/task {episodes}, max steps {max_steps}")
         if group_by:
-            from rollout.report import format_grouped
+            from rollout.loop.report import format_grouped
 
             typer.echo(format_grouped(summarize_by(all_records, group_by), group_by, markdown=markdown))
             return

@@ -30,9 +30,9 @@ def _store(url: str | None):  # noqa: ANN202  (TrajectoryStore; imported lazily)
 
 def print_run_report(store, run_id: str, by: tuple[str, ...] = (), *, markdown: bool = False,  # noqa: ANN001
                      wide: bool = False) -> bool:
-    """The refinement-loop report for one run (rollout.report), split by `by` (e.g. domain, level)
+    """The refinement-loop report for one run (rollout.loop.report), split by `by` (e.g. domain, level)
     when given, as a Markdown table with `markdown`; False when the run has no episodes."""
-    from rollout.report import HEADERS, summarize, summary_row
+    from rollout.loop.report import HEADERS, summarize, summary_row
 
     episodes = store.read_episodes([run_id])
     meta = store.read_run_meta(run_id)
@@ -49,7 +49,7 @@ def print_run_report(store, run_id: str, by: tuple[str, ...] = (), *, markdown: 
         if world:
             title += f"; world {world.get('name')} {world.get('hash')}"
     if markdown:
-        from rollout.report import format_grouped, format_markdown, summarize_by
+        from rollout.loop.report import format_grouped, format_markdown, summarize_by
 
         typer.echo(title)  # plain echo: a console would wrap the long Markdown rows
         if by:
@@ -57,7 +57,7 @@ def print_run_report(store, run_id: str, by: tuple[str, ...] = (), *, markdown: 
         else:
             typer.echo(format_markdown([summarize(p, r) for p, r in sorted(by_policy.items())]))
     elif by:
-        from rollout.report import summarize_by
+        from rollout.loop.report import summarize_by
 
         cols = [k for k in by if k != "policy"]
         rows = [(*values, *summary_row(s)) for values, s in summarize_by(episodes, by)]
@@ -248,7 +248,7 @@ def show_stored_run(run_id: str, store: str | None, by: str | None, *, markdown:
                     as_json: bool = False, wide: bool = False) -> None:
     """`halo runs show` and `halo report --run`: a clear exit 2 for a bad run ID, grouping or run."""
     from rollout.driver.lifecycle import mark_if_stale
-    from rollout.report import parse_group_by
+    from rollout.loop.report import parse_group_by
 
     try:
         group_by = parse_group_by(by)
@@ -268,7 +268,7 @@ def show_stored_run(run_id: str, store: str | None, by: str | None, *, markdown:
 def run_report_json(store, run_id: str) -> dict:  # noqa: ANN001
     from dataclasses import asdict
 
-    from rollout.report import summarize
+    from rollout.loop.report import summarize
 
     episodes = store.read_episodes([run_id])
     meta = store.read_run_meta(run_id)

@@ -20,8 +20,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from rollout.core.trajectory import EpisodeRecord
 from rollout.store import TrajectoryStore
-from rollout.trajectory import EpisodeRecord
 from serve.feedback_verify import FEEDBACK_CODE, VERIFIED
 
 # The most of one dataset that one feedback key's episodes may make up.

@@ -29,8 +29,8 @@ from typing import Any
 
 from cluster.loop.config import GateConfig
 from cluster.loop.sequential import BettingBound
+from rollout.core.trajectory import EpisodeRecord
 from rollout.tasks.base import Task
-from rollout.trajectory import EpisodeRecord
 
 Pair = tuple[EpisodeRecord, EpisodeRecord]  # (candidate, serving), same task and seed
 
@@ -180,9 +180,9 @@ def run_gate_episodes(model_dir: Path, tasks: list[Task], *, seeds: list[int], r
                       llm: str, concurrency: int = 4) -> list[EpisodeRecord]:
     """Episodes of the rules-first policy in `model_dir` on `tasks` x `seeds` (in this process), in the
     world `llm` names (a sim spec's world file applies here too)."""
-    from rollout.backends import LLMAgents, SimAgents
     from rollout.driver.worker import parse_llm_spec
-    from rollout.episode import EpisodeConfig, run_episode
+    from rollout.loop.backends import LLMAgents, SimAgents
+    from rollout.loop.episode import EpisodeConfig, run_episode
     from rollout.sim.spec import sim_config_for
     from train.policies import load_policy
 

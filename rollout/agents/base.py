@@ -1,7 +1,7 @@
 """The agent interface and registry.
 
 An agent turns the current EpisodeState into an AgentOutcome (new domain/problem/plan text plus
-accounting). Agents are registered by stable ID in rollout.agent_table.AGENTS (one line per
+accounting). Agents are registered by stable ID in rollout.core.agent_table.AGENTS (one line per
 added agent); `make_agent` builds one from there. The episode loop (not the agent) runs the
 planner and validator afterwards.
 """
@@ -13,8 +13,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rollout.agent_table import AGENTS, AgentInfo, agent_class, agent_info, agent_name
-from rollout.state import EpisodeState
+from rollout.core.agent_table import AGENTS, AgentInfo, agent_class, agent_info, agent_name
+from rollout.core.state import EpisodeState
 from rollout.tasks.base import Task
 
 if TYPE_CHECKING:

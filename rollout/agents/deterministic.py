@@ -28,9 +28,9 @@ from rollout.agents.plan_search import (
     failing_step_hint,
     plan_text,
 )
+from rollout.core.state import EpisodeState
 from rollout.pddl.model import PDDLParseError, Unsupported
-from rollout.pddl.simulator import Step, World, load_world, render_problem
-from rollout.state import EpisodeState
+from rollout.pddl.state_space import Step, World, load_world, render_problem
 
 
 @dataclass(frozen=True)

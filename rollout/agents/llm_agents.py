@@ -7,9 +7,9 @@ does. Neither path raises for bad model output: a failed call is an AgentOutcome
 
 from __future__ import annotations
 
-from rollout.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID, NOOP_ID
 from rollout.agents.base import Agent, AgentContext, AgentOutcome
-from rollout.state import EpisodeState
+from rollout.core.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID, NOOP_ID
+from rollout.core.state import EpisodeState
 
 
 class LLMAgent(Agent):
@@ -36,7 +36,7 @@ def _llm_agent(agent_id: int, class_name: str) -> type[LLMAgent]:
                                           "__module__": __name__})
 
 
-# One class per LLM row of AGENT_TABLE, named as there (rollout.agent_table.AGENTS points here).
+# One class per LLM row of AGENT_TABLE, named as there (rollout.core.agent_table.AGENTS points here).
 for _info in AGENT_TABLE:
     if _info.kind == "llm":
         globals()[_info.name] = _llm_agent(_info.agent_id, _info.name)

@@ -3,18 +3,18 @@
 Called by the LLM agent classes (rollout.agents.llm_agents) when the episode has a real chat
 backend (`ctx.llm`). Never raises for a bad reply: the step fails with ok=False, the state's
 artefacts unchanged, and a message saying why. An endpoint failure past the client's retries
-(`LLMError`) is raised: it is an infrastructure failure (rollout/infra.py), not the agent's.
+(`LLMError`) is raised: it is an infrastructure failure (rollout/core/infra.py), not the agent's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rollout.agent_table import agent_name
 from rollout.agents.base import AgentContext, AgentOutcome
 from rollout.agents.extract import ExtractionError, extract_pddl, extract_tagged_text
 from rollout.agents.prompts import build_messages, prompt_for
-from rollout.state import EpisodeState
+from rollout.core.agent_table import agent_name
+from rollout.core.state import EpisodeState
 
 
 def _usage(reply: Any) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Scoring candidate plans for the deterministic repair agents (13-17).
 
 Two evaluators share one interface: `SimEvaluator` runs the plan in the PDDL simulator of
-`rollout.pddl.simulator` (thousands of candidates per second), `ValidatorEvaluator` calls the real
+`rollout.pddl.state_space` (thousands of candidates per second), `ValidatorEvaluator` calls the real
 validator (a few per second) and is used when the simulator cannot model the domain. Either
 way the agent's final answer is re-checked by `solvers.validate`.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import solvers
 from rollout.pddl.model import Atom
-from rollout.pddl.simulator import SimResult, Step, World, simulate
+from rollout.pddl.state_space import SimResult, Step, World, simulate
 
 _STEP_RE = re.compile(r"\bstep (\d+)\b")
 

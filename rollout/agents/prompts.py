@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from rollout.agent_table import DYNAMIC_AGENT_ID, agent_name
-from rollout.state import EpisodeState
+from rollout.core.agent_table import DYNAMIC_AGENT_ID, agent_name
+from rollout.core.state import EpisodeState
 from rollout.tasks.base import Task
 
 OutputKind = Literal["pddl", "solution", "instructions"]

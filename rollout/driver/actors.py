@@ -19,7 +19,7 @@ from typing import Any
 
 from rollout.driver.aimd import AIMDWindow
 from rollout.driver.config import RolloutConfig
-from rollout.driver.plan import EpisodeSpec
+from rollout.driver.episode_set import EpisodeSpec
 from rollout.driver.progress import ProgressStats
 from rollout.driver.worker import RolloutWorker, WorkerSetup
 from rollout.llm.budget import BudgetLimits

@@ -1,4 +1,4 @@
-"""Infrastructure failures during a rollout job (rollout/infra.py): episodes that ended because
+"""Infrastructure failures during a rollout job (rollout/core/infra.py): episodes that ended because
 the LLM endpoint, the student service or a solver program failed are never committed.
 
 Each such episode is run again up to `retries` times in the same session (a blip passes); one
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from rollout.infra import short_reason
+from rollout.core.infra import short_reason
 
 DEFAULT_RETRIES = 2  # extra attempts per episode in one session
 MIN_LIMIT = 10  # infra failures before the job stops (at least; else 5% of its episodes)

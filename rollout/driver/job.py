@@ -32,18 +32,18 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rollout.core.infra import short_reason
 from rollout.driver.actors import Slot, WorkerPool
 from rollout.driver.committer import Committer
 from rollout.driver.config import RolloutConfig
+from rollout.driver.episode_set import EpisodeSpec, default_run_id, plan_episodes
 from rollout.driver.infra_failures import InfraTally, default_limit
-from rollout.driver.plan import EpisodeSpec, default_run_id, plan_episodes
 from rollout.driver.progress import ProgressDisplay, ProgressStats
 from rollout.driver.quarantine import Quarantine, Strike
 from rollout.driver.run_meta import close_run, open_run, record_progress, same_identity
 from rollout.driver.scheduling import Dispatcher, Schedule
 from rollout.driver.summary import RolloutSummary, top_failure_reasons
 from rollout.driver.worker import EpisodeSummary, WorkerBatch, parse_llm_spec
-from rollout.infra import short_reason
 from rollout.store import RetryPolicy, RunMeta, StoreUnavailable, TrajectoryStore, check_run_id
 from rollout.store.lease import Lease, LeaseInfo, run_lease_path, run_stop_path
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rollout.driver.actors import Slot
-from rollout.driver.plan import EpisodeSpec
+from rollout.driver.episode_set import EpisodeSpec
 
 MAX_AUTO_BATCH = 4  # the most episodes per submit call when episodes_per_call is not set, up to a window of 128
 MAX_BIG_BATCH = 64  # ... for larger windows: a thirty-second of the window, so calls in flight stay ~32

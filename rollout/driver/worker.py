@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 import solvers
-from rollout.driver.plan import EpisodeSpec
+from rollout.core.trajectory import EpisodeRecord
+from rollout.driver.episode_set import EpisodeSpec
 from rollout.tasks.base import Task
-from rollout.trajectory import EpisodeRecord
 
 if TYPE_CHECKING:
-    from rollout.env import AgentBackend
+    from rollout.loop.env import AgentBackend
 
 EpisodeFn = Callable[..., Awaitable[EpisodeRecord]]  # (task, policy, config, *, episode_id) -> record
 ROWS_CODEC = "lz4"  # of WorkerBatch.rows_ipc (an LZ4 frame)
@@ -50,7 +50,7 @@ class WorkerSetup:
     cpus: int = 1
     code_version: str = ""
     solver_timeout_s: float | None = None
-    episode_fn: EpisodeFn | None = None  # None: rollout.episode.run_episode (over rollout.env.RefinementEnv)
+    episode_fn: EpisodeFn | None = None  # None: rollout.loop.episode.run_episode (over rollout.loop.env.RefinementEnv)
     budget: Any = None  # the job's BudgetCoordinator actor (rollout.llm.budget), None: no limits
     budget_limits: Any = None  # its BudgetLimits
     llm_pool: int = 512  # HTTP connections (and calls in flight) of the worker's one LLM client
@@ -70,7 +70,7 @@ class EpisodeSummary:
     error: str
     last_error_category: str
     solver_cpu_s: float
-    infra_error: str = ""  # a dependency failed (rollout/infra.py): not committed, run again
+    infra_error: str = ""  # a dependency failed (rollout/core/infra.py): not committed, run again
 
     @classmethod
     def of(cls, record: EpisodeRecord) -> EpisodeSummary:
@@ -142,8 +142,8 @@ def parse_llm_spec(spec: str) -> tuple[str, str | None, str | None]:
 def agent_backend_for(spec: str, *, pool: int = 512) -> AgentBackend:
     """The agent backend of an --llm spec: the simulated world (its calls over HTTP when the spec
     names a base_url) or real LLM agents on one OpenAI-protocol client of `pool` connections."""
-    from rollout.backends import LLMAgents, SimAgents
     from rollout.llm import LLMConfig, OpenAIChatClient, config_from_env
+    from rollout.loop.backends import LLMAgents, SimAgents
     from rollout.sim.spec import parse_sim_spec
 
     backend, model, base_url = parse_llm_spec(spec)
@@ -236,7 +236,7 @@ class RolloutWorker:
     def _warm_up(self) -> None:
         """Import the episode code and start the sandboxed solver workers now, so the job's first
         episodes do not pay for it while the driver is already timing them."""
-        import rollout.episode  # noqa: F401
+        import rollout.loop.episode  # noqa: F401
         import rollout.sim.world  # noqa: F401
         from solvers.pool import get_pool
 
@@ -332,8 +332,8 @@ class RolloutWorker:
             self._in_flight -= 1
 
     async def _episode(self, spec: EpisodeSpec) -> EpisodeRecord:
-        from rollout.backends import SimAgents
-        from rollout.episode import EpisodeConfig, run_episode
+        from rollout.loop.backends import SimAgents
+        from rollout.loop.episode import EpisodeConfig, run_episode
 
         s = self.setup
         # backend= is what run_episode uses; the other fields describe it for custom episode functions

@@ -2,7 +2,7 @@
 
 It implements `rollout.agents.base.ChatBackend`: `await client.chat(messages, purpose=...)`
 returns a `ChatReply` (text, tokens, latency, cost) or raises a typed `LLMError` after bounded
-retries. Retries (tenacity, with the shared waits of `rollout.backoff`) use exponential backoff with
+retries. Retries (tenacity, with the shared waits of `rollout.llm.backoff`) use exponential backoff with
 jitter on timeouts, 429 (Retry-After honoured), 5xx and connection errors; 4xx other than 429 and
 malformed bodies are not retried. A semaphore
 caps the requests in flight per client, and its one connection pool is bounded to the same
@@ -23,7 +23,7 @@ import httpx
 import openai
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
-from rollout.backoff import retry_after_seconds, stop_if_retry_after_over, wait_equal_jitter, wait_retry_after
+from rollout.llm.backoff import retry_after_seconds, stop_if_retry_after_over, wait_equal_jitter, wait_retry_after
 from rollout.llm.budget import LLMGate, estimate_tokens, llm_gate
 from rollout.llm.errors import (
     LLMBadResponseError,

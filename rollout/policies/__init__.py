@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rollout.policy import Policy
-from rollout.rules import RulesFirst
+from rollout.core.decision import Policy
+from rollout.policies.rules import RulesFirst
 from solvers.registry import Registry, UnknownName
 
 PolicyFactory = Callable[[str, int], Policy]  # (params text after "name:", default seed)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rollout.agent_table import DYNAMIC_AGENT_ID
-from rollout.policy import Decision, Policy
-from rollout.state import EpisodeState
+from rollout.core.agent_table import DYNAMIC_AGENT_ID
+from rollout.core.decision import Decision, Policy
+from rollout.core.state import EpisodeState
 
 REPEATS = 2  # the agent was chosen at this many consecutive steps before
 

@@ -1,7 +1,7 @@
 """The served student as a rollout policy: `student:URL` asks the decision service over HTTP.
 
 Student rollouts thereby take the same path production planners do (rules layer, model, version
-reporting all happen in the service). It speaks through rollout/decision_client.py (rollout never
+reporting all happen in the service). It speaks through rollout/policies/student_client.py (rollout never
 imports serve), whose retry rules apply: transport errors, 429 and 5xx are retried with backoff
 honouring Retry-After; other 4xx (401, 403, 409, 413, 422) are not retried.
 """
@@ -13,10 +13,16 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from rollout.decision_client import Answer, AsyncDecisionClient, DecisionClient, DecisionServiceError, RetryPolicy
-from rollout.policy import Decision, Policy
-from rollout.state import EpisodeState
-from rollout.trajectory import FEEDBACK_STEP_FIELDS, EpisodeRecord
+from rollout.core.decision import Decision, Policy
+from rollout.core.state import EpisodeState
+from rollout.core.trajectory import FEEDBACK_STEP_FIELDS, EpisodeRecord
+from rollout.policies.student_client import (
+    Answer,
+    AsyncDecisionClient,
+    DecisionClient,
+    DecisionServiceError,
+    RetryPolicy,
+)
 
 __all__ = ["StudentHTTPPolicy", "StudentServiceError", "feedback_payload", "student_factory"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import random
 
-from rollout.agent_table import AGENT_IDS, NATURAL_LANGUAGE_ID
-from rollout.policy import Decision, Policy
-from rollout.state import EpisodeState
+from rollout.core.agent_table import AGENT_IDS, NATURAL_LANGUAGE_ID
+from rollout.core.decision import Decision, Policy
+from rollout.core.state import EpisodeState
 
 CHOICES = tuple(a for a in AGENT_IDS if a != NATURAL_LANGUAGE_ID)
 

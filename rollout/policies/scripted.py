@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 
-from rollout.agent_table import AGENT_IDS, NATURAL_LANGUAGE_ID
+from rollout.core.agent_table import AGENT_IDS, NATURAL_LANGUAGE_ID
+from rollout.core.decision import Decision, Policy
+from rollout.core.state import EpisodeState
 from rollout.policies.random import state_rng
-from rollout.policy import Decision, Policy
-from rollout.rules import is_syntax_error
-from rollout.state import EpisodeState
+from rollout.policies.rules import is_syntax_error
 
 _DIAG = re.compile(r"\[([a-z_]+\.[a-z_]+)\]")
 _STEP = re.compile(r"step (\d+) \(([^)]*)\)")

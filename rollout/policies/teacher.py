@@ -20,11 +20,11 @@ import re
 import time
 from dataclasses import dataclass
 
-from rollout.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID, NUM_AGENTS, agent_name
 from rollout.agents.base import ChatBackend
-from rollout.policy import Decision, Policy
+from rollout.core.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID, NUM_AGENTS, agent_name
+from rollout.core.decision import Decision, Policy
+from rollout.core.state import EpisodeState
 from rollout.sim.world import SimWorldMissing
-from rollout.state import EpisodeState
 
 log = logging.getLogger(__name__)
 

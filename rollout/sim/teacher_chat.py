@@ -34,13 +34,13 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rollout.agent_table import EMERGENCY_ID, NATURAL_LANGUAGE_ID, NOOP_ID, NUM_AGENTS, agent_name
+from rollout.core.agent_table import EMERGENCY_ID, NATURAL_LANGUAGE_ID, NOOP_ID, NUM_AGENTS, agent_name
+from rollout.core.state import EpisodeState
 from rollout.llm.prices import PriceTable
 from rollout.llm.records import CallLedger, CallRecord, ChatReply, prompt_sha256
 from rollout.sim.faults import CATALOG
 from rollout.sim.world import GENERALIST_IDS, SimConfig, SimWorld, SimWorldMissing, current_world
 from rollout.sim.world_file import EMPTY, SITUATIONS, STALE, VALID, default_world
-from rollout.state import EpisodeState
 
 
 # USD per million tokens (input, output), list prices as published by the providers in late 2025

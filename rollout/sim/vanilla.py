@@ -4,7 +4,7 @@ statement (no PDDL, no planner, no repair loop), and the same oracle scores it.
 Whether the written plan is right is drawn per (task, seed) with the rates of
 rollout/sim/paper_calibration.py (assumptions modelled on published vanilla figures); a right
 plan is the gold plan, a wrong one the gold plan with one step dropped (more when dropping one
-still solves the task). The oracle (`rollout.oracle.check_plan`: gold PDDL validation, or the
+still solves the task). The oracle (`rollout.loop.oracle.check_plan`: gold PDDL validation, or the
 benchmark's checker for Natural Plan) judges every plan, so a corruption that happens to be
 valid counts as right."""
 
@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 
 import solvers
-from rollout.oracle import check_plan
+from rollout.loop.oracle import check_plan
 from rollout.sim.paper_calibration import vanilla_success_rate
 from rollout.tasks.base import Task
 

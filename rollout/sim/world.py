@@ -17,15 +17,15 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from rollout.agent_table import DYNAMIC_AGENT_ID, EMERGENCY_ID, NATURAL_LANGUAGE_ID, agent_name
 from rollout.agents.base import AgentOutcome
+from rollout.core.agent_table import DYNAMIC_AGENT_ID, EMERGENCY_ID, NATURAL_LANGUAGE_ID, agent_name
+from rollout.core.state import EpisodeState
 from rollout.pddl.printer import to_text
 from rollout.pddl.sections import section, sections, shuffle_init, typed_list
 from rollout.pddl.sexpr import SExprError, parse, parse_shared
 from rollout.sim.faults import CATALOG, PDDL_FAULTS, PLAN_FAULTS, Fault, corrupt_plan, render
 from rollout.sim.size import size_excess, task_size
 from rollout.sim.world_file import WORLD_KEYS, World, default_world, world_hash
-from rollout.state import EpisodeState
 from rollout.tasks.base import Task
 
 _RENDERED: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], tuple[str, str]] = {}
@@ -328,7 +328,7 @@ class SimWorld:
         sim = {"latency_ms": outcome.latency_ms * self.config.latency_scale,
                "prompt_tokens": outcome.tokens_in, "completion_tokens": outcome.tokens_out}
         # An endpoint failure past the client's retries (LLMError) is an infrastructure failure
-        # (rollout/infra.py): it ends the episode as one, it is not a failed step.
+        # (rollout/core/infra.py): it ends the episode as one, it is not a failed step.
         await self.transport.chat(messages, purpose="sim", extra_body={"halo_sim": sim})
         return outcome
 
@@ -377,7 +377,7 @@ def render_benchmark_answer(task: Task, plan_text: str, name_map: dict[str, str]
     """A task with a benchmark's answer format (Natural Plan): the plan written in that format."""
     if not task.gold_answer or not plan_text.strip():
         return ""
-    from rollout.oracle import gold_names, map_plan
+    from rollout.loop.oracle import gold_names, map_plan
     from rollout.tasks.natural_plan.answers import render_answer
 
     try:

@@ -24,7 +24,7 @@ import math
 import random
 from typing import Any
 
-from rollout.agent_table import EMERGENCY_ID, NOOP_ID
+from rollout.core.agent_table import EMERGENCY_ID, NOOP_ID
 from rollout.sim.faults import CATALOG
 from rollout.sim.world_file import EMPTY, STALE, VALID, WORLD_FILE_VERSION, World, default_world, parse_world
 

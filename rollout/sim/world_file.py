@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from rollout.agent_table import NUM_AGENTS
+from rollout.core.agent_table import NUM_AGENTS
 from rollout.sim.faults import CATALOG, PDDL_FAULTS
 
 DEFAULT_WORLD_PATH = Path(__file__).with_name("default_world.yaml")

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception, stop_before_delay
 
-from rollout.backoff import wait_equal_jitter
+from rollout.llm.backoff import wait_equal_jitter
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

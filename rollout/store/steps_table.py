@@ -23,10 +23,10 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
+from rollout.core.trajectory import SCHEMA_VERSION, STEP_SCHEMA, EpisodeRecord, StepRecord, table_to_episodes
 from rollout.store.location import StoreLocation
 from rollout.store.retry import RetryPolicy, StoreError, retry_call
 from rollout.store.runs import check_run_id
-from rollout.trajectory import SCHEMA_VERSION, STEP_SCHEMA, EpisodeRecord, StepRecord, table_to_episodes
 
 TABLE_DIR = "steps"
 # A checkpoint every 10 commits (Delta's default is 100): reading the table's state replays at
@@ -309,7 +309,7 @@ _STEP_FIELDS = frozenset(f.name for f in dataclasses.fields(StepRecord))
 
 
 def episodes_to_arrow(episodes: list[EpisodeRecord]) -> pa.Table:
-    """Same table as rollout.trajectory.episodes_to_table, built column by column: about 10x faster
+    """Same table as rollout.core.trajectory.episodes_to_table, built column by column: about 10x faster
     (no per-row dataclasses.asdict), which is what lets one committer pass 20,000 rows/s."""
     pairs = [(ep, step) for ep in episodes for step in ep.steps]
     columns = []

@@ -22,12 +22,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from rollout.core.trajectory import EpisodeRecord
 from rollout.store.blobs import BlobStore
 from rollout.store.location import StoreLocation, parse_location
 from rollout.store.retry import RetryPolicy
 from rollout.store.runs import RunInfo, RunMeta, check_run_id
 from rollout.store.steps_table import StepTable
-from rollout.trajectory import EpisodeRecord
 
 RUNS_DIR = "runs"
 

@@ -10,7 +10,7 @@ import os
 import signal
 from pathlib import Path
 
-from rollout.episode import run_episode
+from rollout.loop.episode import run_episode
 
 
 async def kill_once(task, policy, config, *, episode_id, marker: str, victim: str):  # noqa: ANN001, ANN201

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from cluster.cli import app
 from rollout.driver import RolloutConfig, RolloutJob
 from rollout.driver.aimd import AIMDWindow
-from rollout.driver.plan import default_run_id, plan_episodes
+from rollout.driver.episode_set import default_run_id, plan_episodes
 from rollout.tasks import load_tasks
 
 

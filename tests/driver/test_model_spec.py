@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rollout.episode import EpisodeConfig, run_episodes
+from rollout.loop.episode import EpisodeConfig, run_episodes
 from rollout.policies import make_policy
 from rollout.sim.world import SimConfig
 from rollout.tasks import load_tasks

@@ -10,7 +10,7 @@ import ray
 
 from rollout.driver.actors import Slot
 from rollout.driver.aimd import AIMDWindow
-from rollout.driver.plan import EpisodeSpec
+from rollout.driver.episode_set import EpisodeSpec
 from rollout.driver.quarantine import Quarantine, Strike
 from rollout.driver.scheduling import Dispatcher, Schedule
 from rollout.store import QuarantinedTask

@@ -20,12 +20,12 @@ from typer.testing import CliRunner
 import solvers
 from cluster.cli import app
 from cluster.commands import solve_cli
-from rollout.agent_table import AGENT_IDS, AGENTS, register_agent, unregister_agent
-from rollout.episode import EpisodeConfig, run_episode_sync
+from rollout.core.agent_table import AGENT_IDS, AGENTS, register_agent, unregister_agent
+from rollout.core.decision import Decision, Policy
+from rollout.core.state import EpisodeState
+from rollout.loop.episode import EpisodeConfig, run_episode_sync
 from rollout.policies import make_policy
-from rollout.policy import Decision, Policy
 from rollout.sim import SimConfig
-from rollout.state import EpisodeState
 from rollout.tasks import Task, TaskSpecError, load_tasks
 from rollout.tasks.loaders import TASK_SOURCES, load_pddl_folder
 from solvers import pool, sandbox

@@ -8,7 +8,7 @@ the real planner and validator and the step's outcome shows that this agent ran.
 from __future__ import annotations
 
 from rollout.agents.base import Agent, AgentContext, AgentOutcome
-from rollout.state import EpisodeState
+from rollout.core.state import EpisodeState
 
 AGENT_ID = 22  # outside the model's vocabulary (0-20) and the dynamic agent (21)
 

@@ -12,7 +12,7 @@ import pytest
 import ray
 
 from cluster.loop.config import TrainSettings
-from rollout.episode import EpisodeConfig, run_episodes
+from rollout.loop.episode import EpisodeConfig, run_episodes
 from rollout.policies import make_policy
 from rollout.tasks import load_tasks
 from train.examples import select_examples, split_by_task

@@ -14,10 +14,10 @@ from cluster.loop.config import GateConfig
 from cluster.loop.gate import pair_up, run_gate_episodes, run_sequential_gate, score
 from cluster.loop.sequential import BettingBound
 from cluster.loop.status import CycleRow, format_table, plot
-from rollout.episode import EpisodeConfig, run_episodes
+from rollout.core.trajectory import EpisodeRecord
+from rollout.loop.episode import EpisodeConfig, run_episodes
 from rollout.policies import make_policy
 from rollout.tasks import load_tasks
-from rollout.trajectory import EpisodeRecord
 from train.fast_policy import WEIGHTS_FILE, train_fast_policy
 from train.manifest import Manifest
 

@@ -184,7 +184,7 @@ def _post_feedback(url: str) -> str:
     """A client's accepted episode (run in this process, on a non-held-out task) sent to /v1/feedback."""
     import json
 
-    from rollout.episode import EpisodeConfig, run_episode_sync
+    from rollout.loop.episode import EpisodeConfig, run_episode_sync
     from rollout.policies import make_policy
     from rollout.tasks import load_tasks
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import solvers
 from cluster.cli import app
-from rollout.oracle import check_plan
+from rollout.loop.oracle import check_plan
 from rollout.tasks.loaders import load_tasks
 from rollout.tasks.natural_plan import calendar, meeting, trip
 from rollout.tasks.natural_plan.data_file import score_example

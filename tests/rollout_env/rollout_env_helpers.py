@@ -7,9 +7,9 @@ import random
 
 import solvers
 from rollout.agents.base import AgentContext
-from rollout.evaluation import evaluate
+from rollout.core.state import EpisodeState
+from rollout.loop.evaluation import evaluate
 from rollout.sim import Fault, SimConfig, SimWorld
-from rollout.state import EpisodeState
 from rollout.tasks import Task
 
 # A world whose agents always repair their own class and never break anything.

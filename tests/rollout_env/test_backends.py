@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rollout.backends import LLMAgents, SimAgents
 from rollout.driver.worker import agent_backend_for
 from rollout.llm import OpenAIChatClient
+from rollout.loop.backends import LLMAgents, SimAgents
 from rollout.sim import SimConfig, SimWorld
 from rollout.sim.world import current_world
 from rollout.tasks import load_tasks
@@ -53,9 +53,9 @@ def test_each_episode_gets_a_fresh_world_of_its_task_and_seed() -> None:
 def test_the_worker_gives_every_episode_its_one_backend() -> None:
     import asyncio
 
-    from rollout.driver.plan import plan_episodes
+    from rollout.driver.episode_set import plan_episodes
     from rollout.driver.worker import RolloutWorker, WorkerSetup
-    from rollout.episode import run_episode
+    from rollout.loop.episode import run_episode
 
     tasks = load_tasks("planbench:blocksworld:2")
     specs = plan_episodes(tasks, 2, "one-backend", base_seed=3)

@@ -1,4 +1,4 @@
-"""The shared retry waits (rollout.backoff) in a real tenacity loop: Retry-After honoured and capped."""
+"""The shared retry waits (rollout.llm.backoff) in a real tenacity loop: Retry-After honoured and capped."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 import pytest
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
-from rollout.backoff import (
+from rollout.llm.backoff import (
     retry_after_seconds,
     stop_if_retry_after_over,
     wait_equal_jitter,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from rollout.agent_table import DYNAMIC_AGENT_ID
-from rollout.episode import EpisodeConfig, run_episode
+from rollout.core.agent_table import DYNAMIC_AGENT_ID
+from rollout.core.decision import Decision, Policy
+from rollout.core.state import EpisodeState
+from rollout.loop.episode import EpisodeConfig, run_episode
 from rollout.policies import make_policy
 from rollout.policies.dynamic_escalation import DynamicEscalation
-from rollout.policy import Decision, Policy
-from rollout.state import EpisodeState
 from rollout.tasks.loaders import load_tasks
 
 

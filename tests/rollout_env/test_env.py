@@ -1,7 +1,7 @@
-"""The environment contract (rollout/env.py): reset/step/close, the injected agent backend, and the
+"""The environment contract (rollout/loop/env.py): reset/step/close, the injected agent backend, and the
 same trajectories as before the loop became an environment.
 
-data/env_trajectories.json was recorded from `run_episode` on main before rollout/env.py existed
+data/env_trajectories.json was recorded from `run_episode` on main before rollout/loop/env.py existed
 (commit a159430): rules+scripted on 3 tasks x 2 seeds, SimConfig(latency_scale=0), without what
 depends on the clock (`_stable` below lists it). One entry (depots instance-5, seed 8) was
 re-recorded when the rules layer stopped sending the strict check's `[semantic.*]` errors to
@@ -23,15 +23,15 @@ from typing import Any
 
 import pytest
 
-from rollout.agent_table import NOOP_ID
-from rollout.backends import LLMAgents, SimAgents
-from rollout.env import EnvStateError, RefinementEnv, StepResult
-from rollout.episode import EpisodeConfig, run_episode
+from rollout.core.agent_table import NOOP_ID
+from rollout.core.decision import Decision
+from rollout.core.trajectory import StepRecord
+from rollout.loop.backends import LLMAgents, SimAgents
+from rollout.loop.env import EnvStateError, RefinementEnv, StepResult
+from rollout.loop.episode import EpisodeConfig, run_episode
 from rollout.policies import make_policy
-from rollout.policy import Decision
 from rollout.sim import SimConfig
 from rollout.tasks import Task, load_tasks
-from rollout.trajectory import StepRecord
 
 FIXTURE = Path(__file__).parent / "data" / "env_trajectories.json"
 FAST = SimConfig(latency_scale=0.0)

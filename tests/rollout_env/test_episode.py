@@ -8,15 +8,15 @@ from dataclasses import fields
 
 import pytest
 
-from rollout.agent_table import AGENTS, NATURAL_LANGUAGE_ID, NOOP_ID
 from rollout.agents.base import Agent, AgentContext, AgentOutcome
-from rollout.episode import EpisodeConfig, episode_id_for, run_episode, run_episode_sync, run_episodes
+from rollout.core.agent_table import AGENTS, NATURAL_LANGUAGE_ID, NOOP_ID
+from rollout.core.decision import Decision, Policy
+from rollout.core.state import EpisodeState
+from rollout.core.trajectory import NOT_STORED, EpisodeRecord, StepRecord, episodes_to_table, table_to_episodes
+from rollout.loop.episode import EpisodeConfig, episode_id_for, run_episode, run_episode_sync, run_episodes
 from rollout.policies import make_policy
-from rollout.policy import Decision, Policy
 from rollout.sim import SimConfig
-from rollout.state import EpisodeState
 from rollout.tasks import load_tasks
-from rollout.trajectory import NOT_STORED, EpisodeRecord, StepRecord, episodes_to_table, table_to_episodes
 
 FAST = SimConfig(latency_scale=0.0)
 

@@ -10,10 +10,10 @@ import pytest
 from rollout_env_helpers import context, evaluated_state, world_with
 
 from rollout.agents.base import make_agent
-from rollout.oracle import check_plan
+from rollout.core.state import EpisodeState
+from rollout.loop.oracle import check_plan
 from rollout.sim import CATALOG, PDDL_FAULTS, PLAN_FAULTS, Fault
 from rollout.sim.faults import corrupt_plan
-from rollout.state import EpisodeState
 from rollout.tasks import load_tasks
 
 BW2 = "planbench/blocksworld/instance-2"  # gold plan: (unstack d c) (put-down d) (pick-up c) (stack c a)

@@ -1,4 +1,4 @@
-"""Infrastructure failures through records, reports, datasets and the store (rollout/infra.py)."""
+"""Infrastructure failures through records, reports, datasets and the store (rollout/core/infra.py)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from rollout.decision_client import DecisionServiceError  # noqa: E402
-from rollout.infra import InfraFailure, infra_reason, short_reason  # noqa: E402
+from rollout.core.infra import InfraFailure, infra_reason, short_reason  # noqa: E402
+from rollout.core.trajectory import STEP_SCHEMA, is_infra_failure  # noqa: E402
 from rollout.llm.errors import LLMBadResponseError, LLMConnectionError  # noqa: E402
-from rollout.report import summarize  # noqa: E402
+from rollout.loop.report import summarize  # noqa: E402
+from rollout.policies.student_client import DecisionServiceError  # noqa: E402
 from rollout.store import TrajectoryStore  # noqa: E402
-from rollout.trajectory import STEP_SCHEMA, is_infra_failure  # noqa: E402
 from tests.trajectories import make_episodes  # noqa: E402
 
 

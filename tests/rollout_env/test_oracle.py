@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rollout.oracle import check_plan, map_plan
+from rollout.loop.oracle import check_plan, map_plan
 from rollout.tasks import load_tasks
 from rollout.tasks.base import Task
 

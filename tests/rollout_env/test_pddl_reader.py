@@ -8,7 +8,7 @@ import pytest
 from rollout.pddl import model
 from rollout.pddl.sections import typed_list
 from rollout.pddl.sexpr import SExpr, SExprError, Unbalanced, parse, parse_all, read, tokenize
-from rollout.pddl.simulator import load_world, simulate
+from rollout.pddl.state_space import load_world, simulate
 
 
 def _depth(expr: SExpr) -> int:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from rollout.core.decision import Decision, Policy
+from rollout.core.state import EpisodeState
 from rollout.policies import PolicySpecError, make_policy, register_policy_factory
 from rollout.policies.random import RandomPolicy
+from rollout.policies.rules import RulesFirst, rule_decision
 from rollout.policies.scripted import DEFAULT_RULES, ScriptedPolicy, symptom
-from rollout.policy import Decision, Policy
-from rollout.rules import RulesFirst, rule_decision
-from rollout.state import EpisodeState
 from rollout.tasks import load_tasks
 
 BW = load_tasks("planbench:blocksworld:1")[0]

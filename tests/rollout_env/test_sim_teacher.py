@@ -9,14 +9,14 @@ from dataclasses import replace
 
 import pytest
 
-from rollout.agent_table import AGENT_TABLE
-from rollout.episode import EpisodeConfig, run_episode
+from rollout.core.agent_table import AGENT_TABLE
+from rollout.core.state import EpisodeState
+from rollout.loop.episode import EpisodeConfig, run_episode
 from rollout.policies import PolicySpecError, make_policy
 from rollout.policies.teacher import TeacherPolicy, parse_answer, state_prompt, system_prompt
 from rollout.sim.faults import CATALOG, Fault
 from rollout.sim.teacher_chat import PROFILES, SimTeacherChat, count_tokens, repairing_agent
 from rollout.sim.world import SimWorld, SimWorldMissing
-from rollout.state import EpisodeState
 
 DETERMINISTIC_IDS = {a.agent_id for a in AGENT_TABLE if a.kind != "llm"}  # includes NoOp
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rollout.oracle import check_plan
+from rollout.loop.oracle import check_plan
 from rollout.sim.paper_calibration import vanilla_success_rate
 from rollout.sim.vanilla import run_vanilla, written_plan
 from rollout.tasks.loaders import load_tasks

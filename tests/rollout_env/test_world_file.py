@@ -150,7 +150,7 @@ def test_halo_report_in_another_world_gives_other_results(tmp_path: Path) -> Non
 def test_the_teacher_answers_from_the_world_it_runs_in(tmp_path: Path) -> None:
     import asyncio
 
-    from rollout.episode import EpisodeConfig, run_episodes
+    from rollout.loop.episode import EpisodeConfig, run_episodes
     from rollout.policies import make_policy
     from rollout.tasks import load_tasks
 

@@ -8,7 +8,7 @@ import pytest
 
 import solvers
 from rollout.agents.base import make_agent
-from rollout.state import EpisodeState
+from rollout.core.state import EpisodeState
 from tests.rollout_llm.conftest import make_ctx
 
 BW_GOLD = ["(unstack d c)", "(put-down d)", "(pick-up c)", "(stack c a)"]

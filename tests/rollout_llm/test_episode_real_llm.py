@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 
 import solvers
-from rollout.episode import EpisodeConfig, run_episode
 from rollout.llm import LLMConfig, OpenAIChatClient, PriceTable
+from rollout.loop.episode import EpisodeConfig, run_episode
+from rollout.policies.rules import RulesFirst
 from rollout.policies.teacher import TeacherPolicy
-from rollout.rules import RulesFirst
 from rollout.tasks.base import Task
 from tests.fake_openai import FakeOpenAI, Reply
 

@@ -8,12 +8,12 @@ import random
 import pytest
 
 import solvers
-from rollout.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID
 from rollout.agents.base import AgentContext, make_agent
 from rollout.agents.llm_call import run_real_llm_agent
 from rollout.agents.prompts import FD_REQUIREMENTS, PROMPTS, TEMPORAL_REQUIREMENTS, build_messages
+from rollout.core.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID
+from rollout.core.state import EpisodeState
 from rollout.llm import LLMConfig, OpenAIChatClient, PriceTable
-from rollout.state import EpisodeState
 from rollout.tasks.base import Task
 from tests.fake_openai import FakeOpenAI, Reply
 
@@ -76,7 +76,7 @@ def test_no_pddl_reply_is_failed_step_with_clear_message(server):
 
 
 def test_endpoint_failure_is_an_infra_failure_not_a_failed_step(server):
-    from rollout.infra import infra_reason
+    from rollout.core.infra import infra_reason
     from rollout.llm.errors import LLMError
 
     server.script(Reply.status(500), Reply.status(500))

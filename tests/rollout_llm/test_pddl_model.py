@@ -6,7 +6,7 @@ import pytest
 
 import solvers
 from rollout.pddl.model import PDDLParseError, Unsupported, parse_domain
-from rollout.pddl.simulator import load_world, render_problem, simulate
+from rollout.pddl.state_space import load_world, render_problem, simulate
 
 DOMAIN = """
 (define (domain delivery)
@@ -99,9 +99,9 @@ def _all_plans(length: int) -> list[list[tuple[str, tuple[str, ...]]]]:
 def test_remembered_transitions_give_what_a_fresh_world_computes(monkeypatch):
     """A World remembers transitions and goal tests across plans (and, via load_world, across
     callers); every answer must equal a fresh, memo-free world's, also once the memo starts over."""
-    from rollout.pddl import simulator
+    from rollout.pddl import state_space as simulator
     from rollout.pddl.model import parse_problem
-    from rollout.pddl.simulator import NotApplicable, World
+    from rollout.pddl.state_space import NotApplicable, World
 
     monkeypatch.setattr(simulator, "MEMO_MAX", 50)  # also exercise the start-over path
     shared = load_world(DOMAIN, PROBLEM)
@@ -122,7 +122,7 @@ def test_remembered_transitions_give_what_a_fresh_world_computes(monkeypatch):
 
 def test_load_world_is_shared_per_text_pair_and_left_unchanged_by_simulation():
     from rollout.pddl.model import parse_problem
-    from rollout.pddl.simulator import World
+    from rollout.pddl.state_space import World
 
     world = load_world(DOMAIN, PROBLEM)
     assert load_world(DOMAIN, PROBLEM) is world
@@ -138,7 +138,7 @@ def test_load_world_is_shared_per_text_pair_and_left_unchanged_by_simulation():
 
 def test_added_atoms_are_the_effects_a_step_adds_in_that_state():
     from rollout.pddl.model import parse_problem
-    from rollout.pddl.simulator import World
+    from rollout.pddl.state_space import World
 
     shared = load_world(DOMAIN, PROBLEM)
     fresh = World(parse_domain(DOMAIN), parse_problem(PROBLEM))

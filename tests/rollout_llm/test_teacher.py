@@ -7,12 +7,12 @@ import logging
 
 import pytest
 
-from rollout.agent_table import DYNAMIC_AGENT_ID
+from rollout.core.agent_table import DYNAMIC_AGENT_ID
+from rollout.core.state import EpisodeState
 from rollout.llm import LLMConfig, OpenAIChatClient, PriceTable
 from rollout.policies import make_policy
+from rollout.policies.rules import RulesFirst
 from rollout.policies.teacher import TeacherPolicy, UnusableAnswer, parse_answer
-from rollout.rules import RulesFirst
-from rollout.state import EpisodeState
 from tests.fake_openai import FakeOpenAI, Reply
 
 STATE = EpisodeState("Stack c on a.", domain="(define (domain bw))", problem="(define (problem p))",

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from serve_synthetic import MAP_V1, SYMPTOMS, rule_state, symptom_state
 
-from rollout.rules import RulesFirst
-from rollout.state import EpisodeState
+from rollout.core.state import EpisodeState
+from rollout.policies.rules import RulesFirst
 from train.policies import load_policy
 
 

@@ -12,10 +12,10 @@ from scripted_http import ScriptedHTTP
 from serve_keys import API_KEY
 from serve_synthetic import rule_state, symptom_state
 
-from rollout.agent_table import DYNAMIC_AGENT_ID, NUM_AGENTS
-from rollout.policy import MODEL, Decision, Policy
-from rollout.rules import RulesFirst
-from rollout.state import EpisodeState
+from rollout.core.agent_table import DYNAMIC_AGENT_ID, NUM_AGENTS
+from rollout.core.decision import MODEL, Decision, Policy
+from rollout.core.state import EpisodeState
+from rollout.policies.rules import RulesFirst
 from serve.runtime import LoadedModel, ModelLoadError
 from serve.schemas import DecisionOut
 from train.manifest import Manifest
@@ -98,7 +98,7 @@ def test_one_label_in_process_over_http_and_through_the_handle(cluster):
 
 
 def test_the_trajectory_records_the_label_the_server_answered(cluster, monkeypatch):
-    from rollout.episode import EpisodeConfig, run_episode_sync
+    from rollout.loop.episode import EpisodeConfig, run_episode_sync
     from rollout.policies import make_policy
     from rollout.tasks import find_task
 

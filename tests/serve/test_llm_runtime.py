@@ -11,7 +11,7 @@ import pytest
 from llm_artifact import make_llm_artifact
 from serve_synthetic import SYMPTOMS, rule_state, symptom_state
 
-from rollout.rules import RulesFirst
+from rollout.policies.rules import RulesFirst
 from train.policies import load_policy
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from rollout.state import HISTORY_LEN, EpisodeState, StateError, field_path, state_schema
+from rollout.core.state import HISTORY_LEN, EpisodeState, StateError, field_path, state_schema
 from serve.schemas import StateIn
 
 GOOD = {"task_description": "Stack the blocks.", "domain": "(define (domain d))", "history": [13, 2],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 def test_sim_episode_with_the_served_student_and_feedback(cluster, monkeypatch):
-    from rollout.episode import EpisodeConfig, run_episode_sync
+    from rollout.loop.episode import EpisodeConfig, run_episode_sync
     from rollout.policies import make_policy
     from rollout.store import TrajectoryStore
     from rollout.tasks import find_task

@@ -7,9 +7,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from rollout.core.trajectory import STEP_SCHEMA
 from rollout.store import RunMeta, StoreError, TrajectoryStore
 from rollout.store.runs import QuarantinedTask
-from rollout.trajectory import STEP_SCHEMA
 from tests.trajectories import make_episode, make_episodes
 
 
@@ -171,8 +171,8 @@ def test_models_live_under_the_store(tmp_path):
 
 
 def test_fast_arrow_conversion_matches_the_contract_conversion():
+    from rollout.core.trajectory import episodes_to_table
     from rollout.store.steps_table import episodes_to_arrow
-    from rollout.trajectory import episodes_to_table
 
     episodes = make_episodes("run-a", 30)
     assert episodes_to_arrow(episodes).equals(episodes_to_table(episodes))

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import solvers
-from rollout.oracle import check_plan
+from rollout.loop.oracle import check_plan
 from rollout.tasks import TaskSpecError, load_tasks
 from rollout.tasks.generators import REGISTRY, GeneratorError, get_generator
 from rollout.tasks.generators.base import LEVELS, parse_sizes

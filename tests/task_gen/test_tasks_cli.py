@@ -57,7 +57,7 @@ def test_bad_generate_arguments_exit_2_without_a_traceback(tmp_path: Path) -> No
 def test_runs_show_splits_a_stored_run_by_domain_and_level(tmp_path: Path) -> None:
     import asyncio
 
-    from rollout.episode import EpisodeConfig, run_episodes
+    from rollout.loop.episode import EpisodeConfig, run_episodes
     from rollout.policies import make_policy
     from rollout.store import TrajectoryStore
     from rollout.tasks import load_tasks

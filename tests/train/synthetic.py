@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import random
 
-from rollout.agent_table import agent_name
-from rollout.state import EpisodeState
-from rollout.trajectory import EpisodeRecord, StepRecord
+from rollout.core.agent_table import agent_name
+from rollout.core.state import EpisodeState
+from rollout.core.trajectory import EpisodeRecord, StepRecord
 
 # error category / diagnostic code -> the agent that fixes it
 SYMPTOMS: tuple[tuple[str, str, int], ...] = (

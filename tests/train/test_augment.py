@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 
 import solvers
+from rollout.core.trajectory import EpisodeRecord, StepRecord
 from rollout.tasks.loaders import load_tasks
-from rollout.trajectory import EpisodeRecord, StepRecord
 from train.augment import (
     Variant,
     apply_to_artifacts,
@@ -49,7 +49,7 @@ def test_reorder_shuffles_init_and_goal():
 
 
 def _episode(task, plan: str) -> EpisodeRecord:
-    from rollout.state import EpisodeState
+    from rollout.core.state import EpisodeState
 
     state = EpisodeState(task_description=task.description, domain=task.gold_domain, problem=task.gold_problem,
                          plan=plan, error_category="plan_invalid", validator_errors="[validate.goal_not_reached]")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from rollout.state import EpisodeState
+from rollout.core.state import EpisodeState
 from train.encoder import (
     ELLIPSIS,
     ENCODER_VERSION,

@@ -6,8 +6,8 @@ import time
 import pytest
 from synthetic import SYMPTOMS, synthetic_episodes
 
-from rollout.rules import RulesFirst
-from rollout.state import EpisodeState
+from rollout.core.state import EpisodeState
+from rollout.policies.rules import RulesFirst
 from train.fast_policy import EmptyDatasetError, HashedLinearPolicy, train_fast_policy
 from train.manifest import Manifest, ManifestError
 from train.policies import load_policy

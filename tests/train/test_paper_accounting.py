@@ -7,8 +7,8 @@ import math
 
 import pytest
 
+from rollout.core.trajectory import EpisodeRecord, StepRecord
 from rollout.sim.paper_calibration import PAPER_CALIBRATION, served_usd_per_decision, teacher_usd_per_call
-from rollout.trajectory import EpisodeRecord, StepRecord
 from train.accounting import Orchestrator, account, episode_calls, iterations
 from train.table2 import TRAINED, WEAKER, build_families, format_table2, paired_table, table2_targets
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rollout.pddl.simulator import load_world
-from rollout.state import EpisodeState
+from rollout.core.state import EpisodeState
+from rollout.pddl.state_space import load_world
 from train.features import state_features
 from train.reachability import goal_reachability, relaxed_reachable
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from synthetic import synthetic_episodes
 
-from rollout.state import EpisodeState
+from rollout.core.state import EpisodeState
 from train.dataset import BuildConfig, build_dataset
 from train.policies import load_policy
 from train.trainer import TrainConfig, train_llm

@@ -9,7 +9,7 @@ import pytest
 import torch
 from synthetic import synthetic_episodes
 
-from rollout.state import EpisodeState
+from rollout.core.state import EpisodeState
 from train.base_models import BaseModelError
 from train.dataset import BuildConfig, DatasetError, build_dataset
 from train.llm_policy import LLMPolicy

@@ -1,7 +1,7 @@
 """The refinement loop as an environment: `reset(task, seed)` -> state, `step(decision)` -> StepResult, `close()`.
 
 One `RefinementEnv` runs one episode at a time (`reset` starts the next). Its LLM agents work on
-an injected `AgentBackend` (rollout/backends.py: the simulated world or real LLM agents); the
+an injected `AgentBackend` (rollout/loop/backends.py: the simulated world or real LLM agents); the
 planner and validator are always real. `reset` drafts the starting PDDL when the backend's world
 drafts one and evaluates it. Each `step` applies the decided agent, plans and validates what
 changed and records a `StepRecord`. The episode is done when the decision is NoOp (11) on a plan
@@ -23,15 +23,15 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import solvers
-from rollout.agent_table import NATURAL_LANGUAGE_ID, NOOP_ID, agent_name
 from rollout.agents.base import AgentContext, AgentOutcome, ChatBackend, SimulatedAgents, make_agent
-from rollout.evaluation import evaluate
-from rollout.infra import infra_reason
-from rollout.oracle import check_plan
-from rollout.policy import Decision
-from rollout.state import EpisodeState
+from rollout.core.agent_table import NATURAL_LANGUAGE_ID, NOOP_ID, agent_name
+from rollout.core.decision import Decision
+from rollout.core.infra import infra_reason
+from rollout.core.state import EpisodeState
+from rollout.core.trajectory import StepRecord
+from rollout.loop.evaluation import evaluate
+from rollout.loop.oracle import check_plan
 from rollout.tasks.base import Task
-from rollout.trajectory import StepRecord
 
 if TYPE_CHECKING:
     from rollout.sim.world import Draft
@@ -51,7 +51,7 @@ class World(SimulatedAgents, Protocol):
 
 
 class AgentBackend(Protocol):
-    """Where an episode's LLM agents do their work (rollout/backends.py)."""
+    """Where an episode's LLM agents do their work (rollout/loop/backends.py)."""
 
     name: str  # the episodes' llm_backend label ("sim" for the simulated world)
 

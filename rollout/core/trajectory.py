@@ -76,7 +76,7 @@ class EpisodeRecord:
     solver_cpu_s: float = 0.0
     created_at: float = 0.0
     error: str = ""  # non-empty when the episode ended on an exception (a bug, a broken policy)
-    # Non-empty when a dependency failed (rollout/infra.py): the episode is not an outcome. Never
+    # Non-empty when a dependency failed (rollout/core/infra.py): the episode is not an outcome. Never
     # stored: the rollout job does not commit such an episode, the next resume runs it again.
     infra_error: str = ""
 

@@ -3,9 +3,9 @@ excluded from the supervised set."""
 
 from __future__ import annotations
 
-from rollout.agent_table import EMERGENCY_ID, NOOP_ID, SYNTAX_ID
-from rollout.policy import Decision, Policy
-from rollout.state import EpisodeState
+from rollout.core.agent_table import EMERGENCY_ID, NOOP_ID, SYNTAX_ID
+from rollout.core.decision import Decision, Policy
+from rollout.core.state import EpisodeState
 
 _SYNTAX_CATEGORIES = frozenset({"parse_error_domain", "parse_error_problem", "parse_error_plan"})
 

@@ -18,8 +18,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-from rollout.agent_table import agent_name
-from rollout.state import EpisodeState
+from rollout.core.agent_table import agent_name
+from rollout.core.state import EpisodeState
 
 # "student" is what trained policies wrote before they all said "model"; it stays readable (stored
 # trajectories, their /v1/feedback replays) but no policy emits it.

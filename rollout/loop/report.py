@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rollout.agent_table import NATURAL_LANGUAGE_ID
-from rollout.trajectory import EpisodeRecord, is_infra_failure
+from rollout.core.agent_table import NATURAL_LANGUAGE_ID
+from rollout.core.trajectory import EpisodeRecord, is_infra_failure
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class PolicySummary:
     cost_per_task_usd: float
     rule_decision_share: float
     errors: int
-    infra_failures: int = 0  # episodes a dependency failed (rollout/infra.py): in no other column
+    infra_failures: int = 0  # episodes a dependency failed (rollout/core/infra.py): in no other column
 
 
 def refinement_steps(record: EpisodeRecord) -> int:

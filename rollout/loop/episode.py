@@ -1,10 +1,10 @@
-"""Run whole episodes: a short loop of a policy over a RefinementEnv (rollout/env.py).
+"""Run whole episodes: a short loop of a policy over a RefinementEnv (rollout/loop/env.py).
 
 The loop ends when the policy picks NoOp (11) on a plan the validator accepts, or when the step
 budget runs out; a valid final plan is then rendered in natural language by agent 12 (recorded
 as a last, rule-decided step). Agent and solver failures become failed steps, never exceptions;
 a dependency failing past its retries (LLM endpoint, student service, a solver that cannot
-start) ends the episode with EpisodeRecord.infra_error set (not an outcome, rollout/infra.py);
+start) ends the episode with EpisodeRecord.infra_error set (not an outcome, rollout/core/infra.py);
 the policy itself breaking (a bug) ends it with EpisodeRecord.error set.
 `EpisodeConfig.backend` injects the agent backend; without it the backend follows `llm_backend`
 ("sim": the simulated world with `sim` and `llm` as transport).
@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 
 import solvers
 from rollout.agents.base import ChatBackend
-from rollout.backends import LLMAgents, SimAgents
-from rollout.env import AgentBackend, RefinementEnv
-from rollout.infra import infra_reason
-from rollout.policy import Policy
+from rollout.core.decision import Policy
+from rollout.core.infra import infra_reason
+from rollout.core.trajectory import EpisodeRecord
+from rollout.loop.backends import LLMAgents, SimAgents
+from rollout.loop.env import AgentBackend, RefinementEnv
 from rollout.sim.world import SimConfig
 from rollout.tasks.base import Task
-from rollout.trajectory import EpisodeRecord
 
 
 @dataclass
@@ -85,7 +85,7 @@ async def run_episode(task: Task, policy: Policy, config: EpisodeConfig, *, epis
         while not env.done:
             state = (await env.step(await policy.adecide(state))).state
     except Exception as exc:  # noqa: BLE001  (keep what was recorded)
-        record.infra_error = infra_reason(exc)  # a dependency failed: not an outcome (rollout/infra.py)
+        record.infra_error = infra_reason(exc)  # a dependency failed: not an outcome (rollout/core/infra.py)
         if not record.infra_error:  # the policy or the code broke
             record.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"[-2000:]
     finally:

@@ -17,7 +17,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any
 
-from rollout.agent_table import DYNAMIC_AGENT_ID
+from rollout.core.agent_table import DYNAMIC_AGENT_ID
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -125,5 +125,5 @@ def state_schema() -> type[BaseModel]:
         else:
             spec[f.name] = (annotation, ...)
     model = create_model("StateIn", __config__=ConfigDict(strict=True, extra="forbid"), **spec)
-    model.__doc__ = "An episode state (rollout/state.py): what the orchestrator sees at one refinement step."
+    model.__doc__ = "An episode state (rollout/core/state.py): what the orchestrator sees at one refinement step."
     return model

@@ -1,4 +1,4 @@
-"""The agent backends a RefinementEnv (rollout/env.py) is given: where its LLM agents do their work.
+"""The agent backends a RefinementEnv (rollout/loop/env.py) is given: where its LLM agents do their work.
 
 - `SimAgents`: the simulated agent world (rollout/sim); one `SimWorld` per episode drafts the
   starting PDDL and plays the LLM for every LLM agent. An optional transport (an

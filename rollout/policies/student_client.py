@@ -3,7 +3,7 @@ feedback and the admin routes. It lives in rollout/ because the student policy u
 never imports serve (the layering); `serve.client` re-exports it for production planners.
 
 Retry rules: transport errors (connect, read, timeouts), 429 and 5xx (503 overload included) are
-retried (tenacity, with the shared waits of `rollout.backoff`) with exponential backoff and jitter,
+retried (tenacity, with the shared waits of `rollout.llm.backoff`) with exponential backoff and jitter,
 honouring Retry-After up to the policy's longest backoff; every other 4xx (401, 403, 408,
 409, 413, 422) is a permanent answer and raised at once as DecisionServiceError with its status and
 the service's `{error, field, detail}`. Feedback is idempotent by episode_id, so retrying it is safe.
@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 from tenacity import AsyncRetrying, Retrying, retry_if_exception_type, stop_after_attempt
 
-from rollout.backoff import retry_after_seconds, wait_equal_jitter, wait_retry_after
-from rollout.policy import Decision
+from rollout.core.decision import Decision
+from rollout.llm.backoff import retry_after_seconds, wait_equal_jitter, wait_retry_after
 
 API_KEY_ENV = "HALO_SERVE_API_KEY"
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -38,7 +38,7 @@ class DecisionServiceError(RuntimeError):
 
 @dataclass(frozen=True)
 class Answer:
-    """One decision as the service gave it: every field of `rollout.policy.Decision`, and the agent's name."""
+    """One decision as the service gave it: every field of `rollout.core.decision.Decision`, and the agent's name."""
 
     agent_id: int
     agent_name: str

@@ -1,6 +1,6 @@
 """Run the real solvers on a step's new artefacts: validate a given plan, or plan then validate.
 
-Used by the environment (rollout/env.py) after the draft and after each agent. Task failures
+Used by the environment (rollout/loop/env.py) after the draft and after each agent. Task failures
 are values (an `Evaluation` with a stable error category); a tool failure (a solver that could
 not run or crashed, the strict check breaking) is raised as `solvers.ToolFailure`.
 """
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 import solvers
-from rollout.state import EpisodeState
+from rollout.core.state import EpisodeState
 
 LOG_TAIL = 1500
 _TMP_PATH = re.compile(r"/tmp/halo-[a-z]+-[A-Za-z0-9_]+/")

@@ -5,7 +5,7 @@ because the policy or the task did.
 Such an episode says nothing about the policy, so it is never an outcome: the rollout job does
 not commit it (the next resume of the run runs it again), reports count it in a column of their
 own, dataset builders drop and count it, rewards leave it out. The episode record carries the
-reason in `EpisodeRecord.infra_error` ("" for a real outcome); `rollout.trajectory.is_infra_failure`
+reason in `EpisodeRecord.infra_error` ("" for a real outcome); `rollout.core.trajectory.is_infra_failure`
 tells the two apart.
 
 `infra_reason(exc)` classifies an exception; code that talks to a dependency raises
@@ -32,8 +32,8 @@ class InfraFailure(RuntimeError):
 
 def infra_reason(exc: BaseException) -> str:
     """"kind: message" when `exc` is an infrastructure failure, "" when it is not."""
-    from rollout.decision_client import DecisionServiceError
     from rollout.llm.errors import LLMError
+    from rollout.policies.student_client import DecisionServiceError
 
     if isinstance(exc, InfraFailure):
         return str(exc)[:500]

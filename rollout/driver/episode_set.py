@@ -7,7 +7,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from rollout.episode import episode_id_for
+from rollout.loop.episode import episode_id_for
 from rollout.tasks.base import Task
 
 

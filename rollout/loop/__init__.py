@@ -1,0 +1,1 @@
+"""One episode of the refinement loop: the environment, its agent backends, evaluation, the oracle, reports."""
