@@ -8,8 +8,8 @@ import asyncio
 import pytest
 
 import solvers
-from rollout.loop import evaluation
 from rollout.core.state import EpisodeState
+from rollout.loop import evaluation
 
 DOMAIN = ("(define (domain d) (:requirements :strips) (:predicates (at ?x) (link ?x ?y))"
           " (:action go :parameters (?x ?y) :precondition (and (at ?x) (link ?x ?y))"
