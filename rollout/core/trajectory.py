@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: parent_step, branch, on_path (search trees)
 
 
 @dataclass
@@ -39,13 +39,21 @@ class StepRecord:
     tokens_out: int = 0
     latency_ms: float = 0.0
     cost_usd: float = 0.0
+    # A search episode (rollout/loop/search.py) keeps the tree it explored: the step this one
+    # followed (-1: the root; a plain episode's steps follow one another and keep -1), the child
+    # rank it was among its parent's, and whether it is on the chosen path (every plain step is).
+    parent_step: int = -1
+    branch: int = 0
+    on_path: bool = True
 
 
 # The step fields a client sends to /v1/feedback: the service receives the state as an object (not
 # JSON text) and derives agent_name and is_hardcoded from agent_id and decided_by.
 FEEDBACK_DERIVED_STEP_FIELDS = ("state_json", "agent_name", "is_hardcoded")
+# A search tree's fields are not part of feedback: a served episode is one path.
+SEARCH_TREE_STEP_FIELDS = ("parent_step", "branch", "on_path")
 FEEDBACK_STEP_FIELDS: tuple[str, ...] = tuple(
-    f.name for f in fields(StepRecord) if f.name not in FEEDBACK_DERIVED_STEP_FIELDS
+    f.name for f in fields(StepRecord) if f.name not in FEEDBACK_DERIVED_STEP_FIELDS + SEARCH_TREE_STEP_FIELDS
 )
 
 

@@ -8,6 +8,14 @@ changed and records a `StepRecord`. The episode is done when the decision is NoO
 the validator accepts, or when the step budget is spent; then an accepted plan is rendered in
 words by agent 12 (one more, rule-decided step) and the oracle checks the answer.
 
+`snapshot()` / `restore(snapshot)` / `fork()` copy an episode at any step: the state, the
+simulated world's faults and random stream, the agents' random stream, the records and the
+counters, so two branches from one snapshot that take the same decisions write byte-identical
+records (search over agent choices, rollout/loop/search.py, branches this way). Real LLM agents
+keep no transcript between calls (each call's prompt is built from the state), so forking them is
+forking the state. `check_acceptance()` spends one recorded call on an independent check of the
+accepted PDDL against the task's words where the backend's world offers one.
+
 Agent failures and task failures of the solvers are failed steps, never exceptions; a solver
 tool failure (`solvers.ToolFailure`: the program, not the task, failed) propagates. Stepping an environment that was
 never reset, whose episode is done, or that is closed raises `EnvStateError`. `close()` may be
@@ -34,7 +42,9 @@ from rollout.loop.oracle import check_plan
 from rollout.tasks.base import Task
 
 if TYPE_CHECKING:
-    from rollout.sim.world import Draft
+    from rollout.sim.world import AcceptanceVerdict, Draft
+
+CHECKER_ID = 1  # the generalist agent does the acceptance cross-check
 
 
 class EnvStateError(RuntimeError):
@@ -73,6 +83,22 @@ class EpisodeEnd:
     success_oracle: bool | None = None
 
 
+@dataclass(frozen=True)
+class EnvSnapshot:
+    """An episode frozen at one step (`RefinementEnv.snapshot`); restoring it never changes it."""
+
+    steps: tuple[StepRecord, ...]
+    solver_cpu_s: float
+    end: EpisodeEnd | None
+    task: Task | None
+    world: World | None  # a fork of the episode's world, owned by the snapshot
+    agent_rng: tuple[Any, ...] | None  # the agents' random stream (random.Random.getstate())
+    extras: dict[str, Any]
+    state: EpisodeState | None
+    state_json: str
+    step: int
+
+
 @dataclass
 class StepResult:
     """`info`: "record" (this step's StepRecord); once done also "end" (EpisodeEnd) and "render"
@@ -104,6 +130,11 @@ class RefinementEnv:
     @property
     def done(self) -> bool:
         return self.end is not None
+
+    @property
+    def state(self) -> EpisodeState | None:
+        """The state the policy decides on next (None before reset and after close)."""
+        return self._state
 
     async def reset(self, task: Task, seed: int) -> EpisodeState:
         """Start an episode of `task`; the state the policy decides on first."""
@@ -154,6 +185,79 @@ class RefinementEnv:
         else:
             self._hand_over(state, step + 1)
         return StepResult(state, self.done, info)
+
+    def snapshot(self) -> EnvSnapshot:
+        """The episode as it is now; `restore` (here or in another env of the same backend) goes on
+        from exactly this point."""
+        if self._closed:
+            raise EnvStateError("snapshot() of a closed environment")
+        ctx = self._ctx
+        return EnvSnapshot(steps=tuple(self.steps), solver_cpu_s=self.solver_cpu_s,
+                           end=replace(self.end) if self.end is not None else None, task=self._task,
+                           world=_fork_world(self._world), agent_rng=ctx.rng.getstate() if ctx else None,
+                           extras=dict(ctx.extras) if ctx else {}, state=_copy_state(self._state),
+                           state_json=self._state_json, step=self._step)
+
+    def restore(self, snap: EnvSnapshot) -> None:
+        """Go back to `snap` (which stays usable: the world and streams are copied again)."""
+        if self._closed:
+            raise EnvStateError("restore() on a closed environment")
+        self.steps, self.solver_cpu_s = list(snap.steps), snap.solver_cpu_s
+        self.end = replace(snap.end) if snap.end is not None else None
+        self._task, self._world = snap.task, _fork_world(snap.world)
+        self._state, self._state_json, self._step = _copy_state(snap.state), snap.state_json, snap.step
+        self._ctx = None
+        if snap.task is not None and snap.agent_rng is not None:
+            rng = random.Random()
+            rng.setstate(snap.agent_rng)
+            self._ctx = AgentContext(task=snap.task, limits=self.limits, rng=rng, llm=self.backend.llm,
+                                     sim=self._world, llm_backend_name=self.backend.name, extras=dict(snap.extras))
+
+    def fork(self) -> RefinementEnv:
+        """A second environment that goes on from this point independently (snapshot + restore)."""
+        twin = RefinementEnv(self.backend, limits=self.limits, max_steps=self.max_steps,
+                             render_natural_language=self.render_natural_language)
+        twin.restore(self.snapshot())
+        return twin
+
+    def activate(self) -> None:
+        """Make this episode's world the current one in this asyncio task (a branch of a search
+        runs in the task that started the episode; simulated prompted teachers read it)."""
+        activate = getattr(self._world, "activate", None)
+        if activate is not None:
+            activate()
+
+    async def check_acceptance(self) -> AcceptanceVerdict | None:
+        """One independent check of the current, validator-accepted PDDL against the task's words,
+        recorded as a rule step of agent 1 (the cross-check); None where the world offers none."""
+        state = self._check_steppable()
+        check = getattr(self._world, "check_acceptance", None)
+        if check is None or not state.plan_valid:
+            return None
+        verdict = check(state)
+        outcome = verdict.outcome
+        wait = getattr(self._world, "wait", None)
+        if wait is not None:
+            outcome = await wait(outcome, state)
+        decision = Decision(CHECKER_ID, "rule", reason="acceptance check: the PDDL against the task's words")
+        record = _step_record(self._step, self._state_json, decision, outcome, state)
+        self.steps.append(record)
+        state.history = state.with_history(CHECKER_ID)
+        if self._step + 1 >= self.max_steps:
+            await self._finish(state, {})
+        else:
+            self._hand_over(state, self._step + 1)
+        return verdict
+
+    def adopt(self, steps: list[StepRecord], end: EpisodeEnd, solver_cpu_s: float) -> None:
+        """Take a finished episode's records and end as this one's (a search's chosen branch and
+        the tree it explored); the episode is then done."""
+        self.steps, self.end, self.solver_cpu_s = list(steps), end, solver_cpu_s
+
+    async def end_now(self) -> None:
+        """End the episode on the current state (a search out of budget): as if the step budget ran out."""
+        state = self._check_steppable()
+        await self._finish(state, {})
 
     def close(self) -> None:
         """Release the episode's world and context (idempotent; the records stay readable)."""
@@ -228,6 +332,19 @@ class RefinementEnv:
                 raise
             return AgentOutcome(state.domain, state.problem, ok=False,
                                 message=f"{agent_name(agent_id)} raised {type(exc).__name__}: {exc}")
+
+
+def _fork_world(world: World | None) -> World | None:
+    if world is None:
+        return None
+    fork = getattr(world, "fork", None)
+    if fork is None:
+        raise EnvStateError(f"the backend's world ({type(world).__name__}) cannot be forked")
+    return fork()
+
+
+def _copy_state(state: EpisodeState | None) -> EpisodeState | None:
+    return None if state is None else replace(state, history=list(state.history))
 
 
 def _step_record(step: int, state_json: str, decision: Decision, outcome: AgentOutcome, after: EpisodeState

@@ -82,6 +82,9 @@ async def run_episode(task: Task, policy: Policy, config: EpisodeConfig, *, epis
                         render_natural_language=config.render_natural_language)
     try:
         state = await env.reset(task, config.seed)
+        search = getattr(policy, "search_episode", None)  # a search policy explores forks of the env
+        if search is not None:
+            await search(env)
         while not env.done:
             state = (await env.step(await policy.adecide(state))).state
     except Exception as exc:  # noqa: BLE001  (keep what was recorded)

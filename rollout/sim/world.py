@@ -81,6 +81,8 @@ class SimConfig:
     emergency_fault_count_weights: tuple[float, ...] = _D["emergency_fault_count_weights"]
     reasoning_tokens_sigma: float = _D["reasoning_tokens_sigma"]
     prompt_base_tokens: int = _D["prompt_base_tokens"]
+    check_detect_prob: float = _D["check_detect_prob"]
+    check_false_alarm_prob: float = _D["check_false_alarm_prob"]
     # the simulated prompted teachers of this world (profile name -> parameters) and their prices
     teachers: dict[str, dict[str, Any]] = field(default_factory=lambda: copy.deepcopy(_W.teachers))
     teacher_prices: dict[str, dict[str, float]] = field(default_factory=lambda: copy.deepcopy(_W.teacher_prices))
@@ -105,6 +107,15 @@ class Draft:
     domain: str
     problem: str
     plan: str
+
+
+@dataclass(frozen=True)
+class AcceptanceVerdict:
+    """What an independent check of an accepted PDDL said: passed, or the agents it points at."""
+
+    passed: bool
+    suspects: tuple[int, ...]
+    outcome: AgentOutcome  # the check's call: its accounting and message
 
 
 class SimWorld:
@@ -212,6 +223,43 @@ class SimWorld:
     def active_fault_kinds(self) -> list[str]:
         """For tests and analysis only; policies never see this."""
         return [f.kind for f in self.faults]
+
+    # ------------------------------------------------------------ fork
+
+    def fork(self) -> SimWorld:
+        """An independent copy at this point: the same faults, hint and random stream, so the copy
+        and the original answer the same calls the same way. The task, config and parsed gold
+        PDDL are shared (never changed); the fault list and the random stream are copied."""
+        twin = copy.copy(self)
+        twin.rng = random.Random()
+        twin.rng.setstate(self.rng.getstate())
+        twin.faults = list(self.faults)  # Fault objects are never changed, only added and removed
+        return twin
+
+    def activate(self) -> None:
+        """Make this world the one a simulated prompted orchestrator in this asyncio task sees."""
+        _CURRENT_WORLD.set(self)
+
+    # ------------------------------------------------------------ acceptance check
+
+    def check_acceptance(self, state: EpisodeState) -> AcceptanceVerdict:
+        """An independent LLM check of the accepted PDDL against the task's words (one call).
+
+        It flags a PDDL that still carries a fault with probability check_detect_prob, naming the
+        agents that repair that fault's class, and flags a faithful PDDL with probability
+        check_false_alarm_prob (then naming the repairers of a random PDDL fault class)."""
+        cfg = self.config
+        if self.faults:
+            flagged = self.rng.random() < cfg.check_detect_prob
+            kind = min(self.faults, key=lambda f: list(CATALOG).index(f.kind)).kind
+        else:
+            flagged = self.rng.random() < cfg.check_false_alarm_prob
+            kind = self.rng.choice(PDDL_FAULTS)
+        message = f"the PDDL differs from the task: {CATALOG[kind].description}" if flagged else \
+            "the PDDL matches the task's words"
+        outcome = self._account(state, AgentOutcome(state.domain, state.problem, message=message), 200)
+        suspects = CATALOG[kind].repaired_by if flagged else ()
+        return AcceptanceVerdict(passed=not flagged, suspects=tuple(suspects), outcome=outcome)
 
     # ------------------------------------------------------------ agents
 
@@ -395,5 +443,5 @@ def render_natural_language(plan_text: str) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Draft", "SimConfig", "SimWorld", "SimWorldMissing", "agent_name", "current_world",
+__all__ = ["AcceptanceVerdict", "Draft", "SimConfig", "SimWorld", "SimWorldMissing", "agent_name", "current_world",
            "render_natural_language"]

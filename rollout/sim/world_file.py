@@ -127,7 +127,7 @@ WORLD_KEYS: dict[str, Callable[[str, Any], Any]] = {
     "size_reference": _nonneg, "size_exponent": _positive, "size_extra_faults": _nonneg,
     "size_repair_decay": _nonneg, "latency_median_ms": _nonneg, "latency_sigma": _nonneg,
     "reasoning_tokens_median": _nonneg, "reasoning_tokens_sigma": _nonneg, "prompt_base_tokens": _count,
-    "model": _text, "prices": _prices,
+    "model": _text, "prices": _prices, "check_detect_prob": _prob, "check_false_alarm_prob": _prob,
 }
 TEACHER_KEYS: dict[str, Callable[[str, Any], Any]] = {
     "model": _text, "quality": _prob, "unparsable": _prob, "latency_median_ms": _nonneg, "latency_sigma": _nonneg,

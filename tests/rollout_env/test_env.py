@@ -41,6 +41,8 @@ CLEAN = SimConfig(fault_count_weights=(1.0,), plan_fault_prob=0.0, empty_start_p
 
 def _stable_step(step: dict[str, Any]) -> dict[str, Any]:
     step = dict(step)
+    # a plain episode's steps follow one another, all on the path (search trees: test_search.py)
+    assert (step.pop("parent_step"), step.pop("branch"), step.pop("on_path")) == (-1, 0, True)
     step.pop("decision_latency_ms")
     if not step["llm_calls"]:
         step.pop("latency_ms")  # a solver-only step's latency is measured, not simulated

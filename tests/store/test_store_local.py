@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rollout.core.trajectory import STEP_SCHEMA
+from rollout.core.trajectory import SCHEMA_VERSION, STEP_SCHEMA
 from rollout.store import RunMeta, StoreError, TrajectoryStore
 from rollout.store.runs import QuarantinedTask
 from tests.trajectories import make_episode, make_episodes
@@ -26,7 +26,7 @@ def test_round_trip_is_exact_and_schema_is_step_schema(tmp_path):
     table = store.read_table()
     assert table.schema == STEP_SCHEMA
     assert table.num_rows == sum(e.num_steps for e in episodes)
-    assert set(table.column("schema_version").to_pylist()) == {1}
+    assert set(table.column("schema_version").to_pylist()) == {SCHEMA_VERSION}
 
 
 def test_writes_are_idempotent_by_episode_id(tmp_path):

@@ -1,0 +1,371 @@
+"""Search over agent choices: `search:prior=SPEC,width=W,max_calls=N[,wall_s=S][,check=0|1]`.
+
+A best-first search over the refinement loop's agent choices, on forks of the episode's
+environment (rollout/loop/env.py). A node is the episode after some steps; its children are the
+prior policy's top-ranked agents (at most `width`), generated one at a time, best first: each
+expansion costs one child, so a search that never branches costs what the greedy prior costs.
+Nodes are ordered by what the verifier says of their state (empty < unparsable < no plan < a
+plan the validator rejects < an accepted plan), how deep they are, and the rank of their next
+child. The prior's own choice is always followed (so the search starts as the greedy prior's
+episode); an alternative whose agent failed or that reached a state seen before is pruned. Before
+accepting a plan, the search spends one call on an independent check of the accepted PDDL
+against the task's words (where the world offers one, `check=1`); a check that flags the PDDL
+sends the node to the agents it points at instead of accepting. The first accepted node that
+passed its check ends the search; when the LLM-call or wall-time budget runs out first, the best
+node found ends the episode as it stands.
+
+The episode's records keep the whole tree: every explored step is a StepRecord (`step` numbers
+the tree's steps in the order they were taken; `parent_step` is the step it followed, -1 at the
+root; `branch` its parent's child rank; `on_path` marks the chosen path). Decisions the search
+made are `decided_by="search"`; the rules layer's and the acceptance checks stay `"rule"`.
+A search policy used outside an episode (`decide` on a lone state) decides as its prior.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from dataclasses import dataclass, field, replace
+
+from rollout.core.agent_table import NATURAL_LANGUAGE_ID, NOOP_ID
+from rollout.core.decision import Decision, Policy
+from rollout.core.state import EpisodeState
+from rollout.core.trajectory import StepRecord
+from rollout.loop.env import RefinementEnv
+from rollout.policies.rules import is_syntax_error
+from rollout.policies.scripted import DEFAULT_RULES, symptom
+
+SEARCH_KEYS = ("prior", "width", "max_calls", "value", "wall_s", "check")
+DEPTH_BONUS = 0.3  # a node one step deeper at the same verdict goes first (the search dives)
+RANK_PENALTY = 0.5  # each rank down the prior's list costs this much priority
+
+
+class SearchSpecError(ValueError):
+    """A search spec that cannot be used; the message names the parameter."""
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    prior: str = "rules+scripted"
+    width: int = 3
+    max_calls: int = 16
+    wall_s: float = 300.0
+    check: bool = True
+
+
+def parse_search_spec(text: str) -> SearchSpec:
+    """`prior=SPEC,width=W,max_calls=N,wall_s=S,check=0|1` -> SearchSpec.
+
+    The prior is a policy spec and may hold commas of its own (`prior=scripted:noise=0.2,seed=3`):
+    a part whose key is not a search key belongs to the value before it."""
+    values: dict[str, str] = {}
+    last = ""
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if sep and key in SEARCH_KEYS:
+            if key in values:
+                raise SearchSpecError(f"search parameter {key!r} given twice")
+            values[key], last = value.strip(), key
+        elif last == "prior":
+            values["prior"] += "," + part
+        else:
+            raise SearchSpecError(f"unknown search parameter {part!r}; known: {', '.join(SEARCH_KEYS)}")
+    if "value" in values:
+        raise SearchSpecError("value=DIR: no value model exists yet; search orders nodes by the verifier's verdicts")
+    return SearchSpec(prior=values.get("prior", SearchSpec.prior) or SearchSpec.prior,
+                      width=_int(values, "width", SearchSpec.width, 1),
+                      max_calls=_int(values, "max_calls", SearchSpec.max_calls, 1),
+                      wall_s=_float(values, "wall_s", SearchSpec.wall_s),
+                      check=_flag(values, "check", SearchSpec.check))
+
+
+def _int(values: dict[str, str], key: str, default: int, low: int) -> int:
+    text = values.get(key)
+    if text is None:
+        return default
+    try:
+        out = int(text)
+    except ValueError:
+        raise SearchSpecError(f"{key}={text!r}: must be a whole number") from None
+    if out < low:
+        raise SearchSpecError(f"{key}={text!r}: must be at least {low}")
+    return out
+
+
+def _float(values: dict[str, str], key: str, default: float) -> float:
+    text = values.get(key)
+    if text is None:
+        return default
+    try:
+        out = float(text)
+    except ValueError:
+        raise SearchSpecError(f"{key}={text!r}: must be a number of seconds") from None
+    if not out > 0:
+        raise SearchSpecError(f"{key}={text!r}: must be more than 0")
+    return out
+
+
+def _flag(values: dict[str, str], key: str, default: bool) -> bool:
+    text = values.get(key)
+    if text is None:
+        return default
+    if text not in ("0", "1"):
+        raise SearchSpecError(f"{key}={text!r}: must be 0 or 1")
+    return text == "1"
+
+
+# ---------------------------------------------------------------------------------- the value
+
+def verdict_value(state: EpisodeState) -> float:
+    """What the verifier says of a state, as a number: 0 empty, 1 unparsable, 2 no plan,
+    3 a plan the validator rejects, 4 an accepted plan."""
+    if not state.domain.strip():
+        return 0.0
+    if state.plan_valid:
+        return 4.0
+    if state.plan_found:
+        return 3.0
+    return 1.0 if is_syntax_error(state) else 2.0
+
+
+def _state_key(state: EpisodeState) -> tuple[str, str, str]:
+    return state.domain, state.problem, state.plan
+
+
+# ---------------------------------------------------------------------------------- the tree
+
+@dataclass
+class _Node:
+    env: RefinementEnv
+    path: list[int]  # tree step numbers from the root to this node
+    candidates: list[Decision]  # ranked children not yet taken
+    checked: bool = False  # the acceptance check passed on this node's state
+    taken: int = 0  # children taken so far
+
+    @property
+    def state(self) -> EpisodeState:
+        return _seen_state(self.env)
+
+    def priority(self) -> float:
+        depth = len(self.path)
+        return verdict_value(self.state) + DEPTH_BONUS * depth - RANK_PENALTY * self.taken
+
+
+@dataclass
+class _Tree:
+    """Every explored step, renumbered in the order taken, with its parent and branch."""
+
+    records: list[StepRecord] = field(default_factory=list)
+    llm_calls: int = 0
+    solver_cpu_s: float = 0.0
+
+    def add(self, new: list[StepRecord], parent: list[int], branch: int) -> list[int]:
+        path = list(parent)
+        for record in new:
+            step = len(self.records)
+            self.records.append(replace(record, step=step, parent_step=path[-1] if path else -1, branch=branch,
+                                        on_path=False))
+            self.llm_calls += record.llm_calls
+            path.append(step)
+        return path
+
+    def mark_path(self, path: list[int]) -> list[StepRecord]:
+        chosen = set(path)
+        return [replace(r, on_path=True) if r.step in chosen else r for r in self.records]
+
+
+# ---------------------------------------------------------------------------------- the children
+
+async def ranked_children(prior: Policy, state: EpisodeState, width: int) -> list[Decision]:
+    """The prior's decision, then its next-best agents, at most `width`, as the search's decisions.
+
+    The next-best agents come from the prior's scores where it has them (a trained linear
+    policy), else from the scripted rules table for the state's symptom. NoOp is a child only on
+    a plan the validator accepts, and then the only one."""
+    first = await prior.adecide(state)
+    if state.plan_valid:
+        return [_as_search(first, 0, prior.name) if first.agent_id == NOOP_ID else
+                Decision(NOOP_ID, "rule", reason="validator accepted the plan")]
+    ids: list[int] = [first.agent_id]
+    for agent in _alternatives(prior, state):
+        if len(ids) >= width:
+            break
+        if agent not in ids and agent not in (NOOP_ID, NATURAL_LANGUAGE_ID):
+            ids.append(agent)
+    out = [_as_search(first, 0, prior.name)]
+    out += [Decision(a, "search", reason=f"search: the prior's rank {r + 1}") for r, a in enumerate(ids[1:], 1)]
+    return out[:width]
+
+
+def _as_search(decision: Decision, rank: int, prior_name: str) -> Decision:
+    if decision.decided_by == "rule":
+        return decision
+    return replace(decision, decided_by="search", reason=f"search: the prior's rank {rank + 1} ({prior_name}: "
+                                                         f"{decision.reason})"[:300])
+
+
+def _alternatives(prior: Policy, state: EpisodeState) -> list[int]:
+    inner = getattr(prior, "inner", prior)  # RulesFirst wraps the policy that ranks
+    scores = getattr(inner, "scores", None)
+    if callable(scores):
+        values = list(scores(state))
+        return sorted(range(len(values)), key=lambda a: -values[a])
+    return list(DEFAULT_RULES.get(symptom(state), ())) + list(DEFAULT_RULES["unknown"])
+
+
+def suspect_children(suspects: tuple[int, ...], width: int) -> list[Decision]:
+    """After a failed acceptance check: the agents the check pointed at (agent 1 last)."""
+    ids = list(dict.fromkeys((*suspects, 1)))[:max(1, width)]
+    return [Decision(a, "search", reason="search: the acceptance check flagged the PDDL") for a in ids]
+
+
+# ---------------------------------------------------------------------------------- the search
+
+class SearchPolicy(Policy):
+    """Best-first search over agent choices (module docstring); `run_episode` hands it the env."""
+
+    name = "search"
+
+    def __init__(self, spec: SearchSpec, prior: Policy) -> None:
+        self.spec = spec
+        self.prior = prior
+        self.name = f"search[{prior.name}]"
+        self.version = f"w{spec.width}-c{spec.max_calls}-{'check' if spec.check else 'nocheck'}-{prior.version}"
+        self.decides_inline = prior.decides_inline
+
+    def _decide(self, state: EpisodeState) -> Decision:
+        return self.prior.decide(state)
+
+    async def adecide(self, state: EpisodeState) -> Decision:
+        return await self.prior.adecide(state)
+
+    def close(self) -> None:
+        self.prior.close()
+
+    async def search_episode(self, env: RefinementEnv) -> None:
+        """Search from `env` (just reset) and leave in it the tree's records and the chosen end."""
+        if env.done:
+            return
+        run = _Search(self, env)
+        await run.run()
+
+
+class _Search:
+    def __init__(self, policy: SearchPolicy, root: RefinementEnv) -> None:
+        self.policy, self.spec, self.root = policy, policy.spec, root
+        self.tree = _Tree(solver_cpu_s=root.solver_cpu_s)
+        self.frontier: list[tuple[float, int, _Node]] = []
+        self.counter = itertools.count()
+        self.seen: set[tuple[str, str, str]] = set()
+        self.best: _Node | None = None  # the best open node (the fallback answer)
+        self.failed_end: _Node | None = None  # the first branch that ended unaccepted (the last resort)
+        self.deadline = time.monotonic() + self.spec.wall_s
+
+    def out_of_budget(self) -> bool:
+        return self.tree.llm_calls >= self.spec.max_calls or time.monotonic() >= self.deadline
+
+    async def run(self) -> None:
+        root = await self._node(self.root, [])
+        self.seen.add(_state_key(root.state))
+        self._push(root)
+        chosen: _Node | None = None
+        while self.frontier and chosen is None and not self.out_of_budget():
+            _, _, node = heapq.heappop(self.frontier)
+            chosen = await self._expand(node)
+        if chosen is None:
+            chosen = self.best or self.failed_end or root
+            if not chosen.env.done:
+                await self._end_as_is(chosen)
+        self._adopt(chosen)
+
+    def _push(self, node: _Node) -> None:
+        if node.candidates:
+            heapq.heappush(self.frontier, (-node.priority(), next(self.counter), node))
+        if not node.env.done and (self.best is None or _better(node, self.best)):
+            self.best = node
+
+    async def _node(self, env: RefinementEnv, path: list[int], candidates: list[Decision] | None = None,
+                    checked: bool = False) -> _Node:
+        if candidates is None and not env.done:
+            env.activate()
+            candidates = await ranked_children(self.policy.prior, _seen_state(env), self.spec.width)
+        return _Node(env, path, candidates or [], checked=checked)
+
+    async def _expand(self, node: _Node) -> _Node | None:
+        """Take the node's next child; returns the accepted node that ends the search, else None."""
+        decision = node.candidates.pop(0)
+        branch, node.taken = node.taken, node.taken + 1
+        self._push(node)  # back in the frontier for its next child, if it has one
+        env = node.env.fork()
+        env.activate()
+        if decision.agent_id == NOOP_ID and self.spec.check and not node.checked:
+            return await self._check(node, env, decision, branch)
+        return await self._step(node.path, env, decision, branch)
+
+    async def _check(self, node: _Node, env: RefinementEnv, decision: Decision, branch: int) -> _Node | None:
+        before, cpu = len(env.steps), env.solver_cpu_s
+        verdict = await env.check_acceptance()
+        if verdict is None:  # the world offers no check: accept on the validator's word
+            return await self._step(node.path, env, decision, branch)
+        path = self.tree.add(env.steps[before:], node.path, branch)
+        self.tree.solver_cpu_s += env.solver_cpu_s - cpu
+        if env.done:  # the check used the last step: the episode ended on the accepted plan
+            return _Node(env, path, [])
+        if verdict.passed:
+            return await self._step(path, env, decision, 0)
+        self._push(await self._node(env, path, suspect_children(verdict.suspects, self.spec.width)))
+        return None
+
+    async def _step(self, parent: list[int], env: RefinementEnv, decision: Decision, branch: int
+                    ) -> _Node | None:
+        before, cpu = len(env.steps), env.solver_cpu_s
+        await env.step(decision)
+        new = env.steps[before:]
+        path = self.tree.add(new, parent, branch)
+        self.tree.solver_cpu_s += env.solver_cpu_s - cpu
+        if env.done:
+            node = _Node(env, path, [])
+            if env.end is not None and env.end.success_validator:
+                return node
+            self.failed_end = self.failed_end or node
+            return None
+        state = _seen_state(env)
+        if branch > 0 and (not new[0].agent_ok or _state_key(state) in self.seen):
+            return None  # a pruned alternative: its agent failed, or it reached a state already explored
+        self.seen.add(_state_key(state))
+        self._push(await self._node(env, path))
+        return None
+
+    async def _end_as_is(self, node: _Node) -> None:
+        """Out of budget: the episode ends on this node's state (an accepted plan stays accepted)."""
+        before, cpu = len(node.env.steps), node.env.solver_cpu_s
+        await node.env.end_now()
+        node.path = self.tree.add(node.env.steps[before:], node.path, 0)
+        self.tree.solver_cpu_s += node.env.solver_cpu_s - cpu
+
+    def _adopt(self, chosen: _Node) -> None:
+        end = chosen.env.end
+        assert end is not None
+        self.root.adopt(self.tree.mark_path(chosen.path), end, self.tree.solver_cpu_s)
+
+
+def _better(a: _Node, b: _Node) -> bool:
+    return (verdict_value(a.state), len(a.path)) > (verdict_value(b.state), len(b.path))
+
+
+def _seen_state(env: RefinementEnv) -> EpisodeState:
+    state = env.state
+    assert state is not None
+    return state
+
+
+def search_factory(params: str, seed: int) -> Policy:
+    """`search:prior=SPEC,...` (the policy registry's factory; rollout/policies)."""
+    from rollout.policies import make_policy
+
+    spec = parse_search_spec(params)
+    if spec.prior.startswith("search"):
+        raise SearchSpecError("prior: a search cannot be the prior of a search")
+    return SearchPolicy(spec, make_policy(spec.prior, seed=seed))
