@@ -97,6 +97,7 @@ class EnvSnapshot:
     state: EpisodeState | None
     state_json: str
     step: int
+    checks: int
 
 
 @dataclass
@@ -125,6 +126,7 @@ class RefinementEnv:
         self._state: EpisodeState | None = None
         self._state_json = ""
         self._step = 0
+        self._checks = 0  # acceptance checks so far: recorded steps that do not use the step budget
         self._closed = False
 
     @property
@@ -141,7 +143,7 @@ class RefinementEnv:
         if self._closed:
             raise EnvStateError("the environment is closed; make a new RefinementEnv")
         self.steps, self.solver_cpu_s, self.end = [], 0.0, None
-        self._task, self._state = task, None
+        self._task, self._state, self._checks = task, None, 0
         self._world = self.backend.world(task, seed)
         rng = random.Random(f"agents|{seed}|{task.task_id}")
         self._ctx = AgentContext(task=task, limits=self.limits, rng=rng, llm=self.backend.llm, sim=self._world,
@@ -180,7 +182,7 @@ class RefinementEnv:
         self.steps.append(record)
         self._state = state
         info: dict[str, Any] = {"record": record}
-        if finished or step + 1 >= self.max_steps:
+        if finished or step + 1 >= self.max_steps + self._checks:
             await self._finish(state, info)
         else:
             self._hand_over(state, step + 1)
@@ -196,7 +198,7 @@ class RefinementEnv:
                            end=replace(self.end) if self.end is not None else None, task=self._task,
                            world=_fork_world(self._world), agent_rng=ctx.rng.getstate() if ctx else None,
                            extras=dict(ctx.extras) if ctx else {}, state=_copy_state(self._state),
-                           state_json=self._state_json, step=self._step)
+                           state_json=self._state_json, step=self._step, checks=self._checks)
 
     def restore(self, snap: EnvSnapshot) -> None:
         """Go back to `snap` (which stays usable: the world and streams are copied again)."""
@@ -206,6 +208,7 @@ class RefinementEnv:
         self.end = replace(snap.end) if snap.end is not None else None
         self._task, self._world = snap.task, _fork_world(snap.world)
         self._state, self._state_json, self._step = _copy_state(snap.state), snap.state_json, snap.step
+        self._checks = snap.checks
         self._ctx = None
         if snap.task is not None and snap.agent_rng is not None:
             rng = random.Random()
@@ -213,11 +216,17 @@ class RefinementEnv:
             self._ctx = AgentContext(task=snap.task, limits=self.limits, rng=rng, llm=self.backend.llm,
                                      sim=self._world, llm_backend_name=self.backend.name, extras=dict(snap.extras))
 
-    def fork(self) -> RefinementEnv:
-        """A second environment that goes on from this point independently (snapshot + restore)."""
+    def fork(self, *, resample: int | None = None) -> RefinementEnv:
+        """A second environment that goes on from this point independently (snapshot + restore).
+
+        `resample=k`: the simulated world's calls in the fork are fresh samples (branch k of a
+        search; rollout/sim/world.py SimWorld.fork) rather than a replay of this env's."""
         twin = RefinementEnv(self.backend, limits=self.limits, max_steps=self.max_steps,
                              render_natural_language=self.render_natural_language)
-        twin.restore(self.snapshot())
+        snap = self.snapshot()
+        if resample is not None and snap.world is not None:
+            snap = replace(snap, world=_fork_world(snap.world, resample))
+        twin.restore(snap)
         return twin
 
     def activate(self) -> None:
@@ -229,7 +238,8 @@ class RefinementEnv:
 
     async def check_acceptance(self) -> AcceptanceVerdict | None:
         """One independent check of the current, validator-accepted PDDL against the task's words,
-        recorded as a rule step of agent 1 (the cross-check); None where the world offers none."""
+        recorded as a rule step of agent 1 (the cross-check) that does not use the step budget;
+        None where the world offers none."""
         state = self._check_steppable()
         check = getattr(self._world, "check_acceptance", None)
         if check is None or not state.plan_valid:
@@ -243,10 +253,8 @@ class RefinementEnv:
         record = _step_record(self._step, self._state_json, decision, outcome, state)
         self.steps.append(record)
         state.history = state.with_history(CHECKER_ID)
-        if self._step + 1 >= self.max_steps:
-            await self._finish(state, {})
-        else:
-            self._hand_over(state, self._step + 1)
+        self._checks += 1
+        self._hand_over(state, self._step + 1)
         return verdict
 
     def adopt(self, steps: list[StepRecord], end: EpisodeEnd, solver_cpu_s: float) -> None:
@@ -254,10 +262,12 @@ class RefinementEnv:
         the tree it explored); the episode is then done."""
         self.steps, self.end, self.solver_cpu_s = list(steps), end, solver_cpu_s
 
-    async def end_now(self) -> None:
-        """End the episode on the current state (a search out of budget): as if the step budget ran out."""
+    async def end_now(self, *, accept: bool = True) -> None:
+        """End the episode on the current state (a search out of budget), as if the step budget ran
+        out; `accept=False`: the loop declines the plan even if the validator accepts it (an
+        acceptance check flagged it), so the episode gives no answer."""
         state = self._check_steppable()
-        await self._finish(state, {})
+        await self._finish(state, {}, declined=not accept)
 
     def close(self) -> None:
         """Release the episode's world and context (idempotent; the records stay readable)."""
@@ -294,12 +304,13 @@ class RefinementEnv:
                 self.solver_cpu_s += ev.solver_cpu_s
         return next_state
 
-    async def _finish(self, state: EpisodeState, info: dict[str, Any]) -> None:
+    async def _finish(self, state: EpisodeState, info: dict[str, Any], declined: bool = False) -> None:
         assert self._task is not None
         task = self._task
-        self.end = end = EpisodeEnd(final_plan=state.plan, success_validator=bool(state.plan_valid))
+        accepted = bool(state.plan_valid) and not declined
+        self.end = end = EpisodeEnd(final_plan=state.plan, success_validator=accepted)
         info["end"], info["render"] = end, None
-        if state.plan_valid and self.render_natural_language:
+        if accepted and self.render_natural_language:
             state.step = len(self.steps)
             state_json = state.to_json()
             decision = Decision(NATURAL_LANGUAGE_ID, "rule", reason="render the accepted plan for a person")
@@ -309,7 +320,7 @@ class RefinementEnv:
             self.steps.append(info["render"])
         # Oracle-correct needs an answer: a plan the loop itself did not accept counts as no answer.
         if task.gold_domain or task.gold_plan:
-            if not state.plan_valid:
+            if not accepted:
                 end.success_oracle = False
             else:
                 name_map = self._world.name_map if self._world is not None else None
@@ -334,13 +345,13 @@ class RefinementEnv:
                                 message=f"{agent_name(agent_id)} raised {type(exc).__name__}: {exc}")
 
 
-def _fork_world(world: World | None) -> World | None:
+def _fork_world(world: World | None, resample: int | None = None) -> World | None:
     if world is None:
         return None
     fork = getattr(world, "fork", None)
     if fork is None:
         raise EnvStateError(f"the backend's world ({type(world).__name__}) cannot be forked")
-    return fork()
+    return fork() if resample is None else fork(resample)
 
 
 def _copy_state(state: EpisodeState | None) -> EpisodeState | None:

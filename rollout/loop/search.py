@@ -6,13 +6,14 @@ prior policy's top-ranked agents (at most `width`), generated one at a time, bes
 expansion costs one child, so a search that never branches costs what the greedy prior costs.
 Nodes are ordered by what the verifier says of their state (empty < unparsable < no plan < a
 plan the validator rejects < an accepted plan), how deep they are, and the rank of their next
-child. The prior's own choice is always followed (so the search starts as the greedy prior's
-episode); an alternative whose agent failed or that reached a state seen before is pruned. Before
+child. A child that changed nothing or reached a state seen before is pruned: the search goes on
+from the parent with its next choice, so a wasted call does not also spend a step. Before
 accepting a plan, the search spends one call on an independent check of the accepted PDDL
 against the task's words (where the world offers one, `check=1`); a check that flags the PDDL
 sends the node to the agents it points at instead of accepting. The first accepted node that
-passed its check ends the search; when the LLM-call or wall-time budget runs out first, the best
-node found ends the episode as it stands.
+passed its check ends the search. When the LLM-call or wall-time budget runs out first, the best
+node found ends the episode as it stands: an accepted plan there gets its check (one call past
+the budget) if it had none, and a plan a check flagged is declined (the episode gives no answer).
 
 The episode's records keep the whole tree: every explored step is a StepRecord (`step` numbers
 the tree's steps in the order they were taken; `parent_step` is the step it followed, -1 at the
@@ -118,16 +119,23 @@ def _flag(values: dict[str, str], key: str, default: bool) -> bool:
 
 # ---------------------------------------------------------------------------------- the value
 
+# the last verdict's category (solvers.ErrorCategory) -> how far the state is from an accepted plan
+_CATEGORY_VALUE = {"parse_error_domain": 1.0, "parse_error_problem": 1.0, "parse_error_plan": 1.0,
+                   "input_error": 1.0, "check_failed": 1.0, "unsupported_requirement": 1.5,
+                   "unsolvable_proved": 2.0, "no_plan_found": 2.0, "search_timeout": 2.0, "memory_limit": 2.0,
+                   "solver_crash": 2.0, "plan_invalid": 3.0, "ok": 3.0}
+
+
 def verdict_value(state: EpisodeState) -> float:
-    """What the verifier says of a state, as a number: 0 empty, 1 unparsable, 2 no plan,
-    3 a plan the validator rejects, 4 an accepted plan."""
+    """What the verifier says of a state, as a number: 0 empty, 1 unparsable, 1.5 a feature the
+    planner lacks, 2 no plan, 3 a plan the validator rejects, 4 an accepted plan."""
     if not state.domain.strip():
         return 0.0
     if state.plan_valid:
         return 4.0
-    if state.plan_found:
-        return 3.0
-    return 1.0 if is_syntax_error(state) else 2.0
+    if is_syntax_error(state):
+        return 1.0
+    return _CATEGORY_VALUE.get(state.error_category, 2.0)
 
 
 def _state_key(state: EpisodeState) -> tuple[str, str, str]:
@@ -196,7 +204,8 @@ async def ranked_children(prior: Policy, state: EpisodeState, width: int) -> lis
             ids.append(agent)
     out = [_as_search(first, 0, prior.name)]
     out += [Decision(a, "search", reason=f"search: the prior's rank {r + 1}") for r, a in enumerate(ids[1:], 1)]
-    return out[:width]
+    # then the same choices again: new samples of the same agents (a call that changed nothing is pruned)
+    return out[:width] + [replace(d, reason=d.reason + " (asked again)") for d in out[:width]]
 
 
 def _as_search(decision: Decision, rank: int, prior_name: str) -> Decision:
@@ -261,6 +270,7 @@ class _Search:
         self.seen: set[tuple[str, str, str]] = set()
         self.best: _Node | None = None  # the best open node (the fallback answer)
         self.failed_end: _Node | None = None  # the first branch that ended unaccepted (the last resort)
+        self.flagged: set[tuple[str, str, str]] = set()  # accepted states an acceptance check flagged
         self.deadline = time.monotonic() + self.spec.wall_s
 
     def out_of_budget(self) -> bool:
@@ -277,13 +287,20 @@ class _Search:
         if chosen is None:
             chosen = self.best or self.failed_end or root
             if not chosen.env.done:
-                await self._end_as_is(chosen)
+                chosen = await self._close(chosen)
         self._adopt(chosen)
+
+    def _rank(self, node: _Node) -> tuple[float, int]:
+        """How good an answer the node's state would be now: a flagged plan below an unflagged one."""
+        value = verdict_value(node.state)
+        if _state_key(node.state) in self.flagged:
+            value -= 0.5
+        return value, len(node.path)
 
     def _push(self, node: _Node) -> None:
         if node.candidates:
             heapq.heappush(self.frontier, (-node.priority(), next(self.counter), node))
-        if not node.env.done and (self.best is None or _better(node, self.best)):
+        if not node.env.done and (self.best is None or self._rank(node) > self._rank(self.best)):
             self.best = node
 
     async def _node(self, env: RefinementEnv, path: list[int], candidates: list[Decision] | None = None,
@@ -298,7 +315,7 @@ class _Search:
         decision = node.candidates.pop(0)
         branch, node.taken = node.taken, node.taken + 1
         self._push(node)  # back in the frontier for its next child, if it has one
-        env = node.env.fork()
+        env = node.env.fork(resample=branch)  # each child's calls are samples of their own
         env.activate()
         if decision.agent_id == NOOP_ID and self.spec.check and not node.checked:
             return await self._check(node, env, decision, branch)
@@ -311,10 +328,9 @@ class _Search:
             return await self._step(node.path, env, decision, branch)
         path = self.tree.add(env.steps[before:], node.path, branch)
         self.tree.solver_cpu_s += env.solver_cpu_s - cpu
-        if env.done:  # the check used the last step: the episode ended on the accepted plan
-            return _Node(env, path, [])
         if verdict.passed:
             return await self._step(path, env, decision, 0)
+        self.flagged.add(_state_key(node.state))
         self._push(await self._node(env, path, suspect_children(verdict.suspects, self.spec.width)))
         return None
 
@@ -332,27 +348,34 @@ class _Search:
             self.failed_end = self.failed_end or node
             return None
         state = _seen_state(env)
-        if branch > 0 and (not new[0].agent_ok or _state_key(state) in self.seen):
-            return None  # a pruned alternative: its agent failed, or it reached a state already explored
+        if _state_key(state) in self.seen:
+            return None  # pruned: the step changed nothing, or reached a state already explored
         self.seen.add(_state_key(state))
         self._push(await self._node(env, path))
         return None
 
-    async def _end_as_is(self, node: _Node) -> None:
-        """Out of budget: the episode ends on this node's state (an accepted plan stays accepted)."""
-        before, cpu = len(node.env.steps), node.env.solver_cpu_s
-        await node.env.end_now()
-        node.path = self.tree.add(node.env.steps[before:], node.path, 0)
-        self.tree.solver_cpu_s += node.env.solver_cpu_s - cpu
+    async def _close(self, node: _Node) -> _Node:
+        """Out of budget: the episode ends on the best node's state. A plan the validator accepts
+        gets its acceptance check first if it had none (one call past the budget) and is declined
+        (no answer) when a check flagged it."""
+        env, key = node.env, _state_key(node.state)
+        if node.state.plan_valid and self.spec.check and key not in self.flagged:
+            before, cpu = len(env.steps), env.solver_cpu_s
+            verdict = await env.check_acceptance()
+            node.path = self.tree.add(env.steps[before:], node.path, 0)
+            self.tree.solver_cpu_s += env.solver_cpu_s - cpu
+            if verdict is not None and not verdict.passed:
+                self.flagged.add(key)
+        before, cpu = len(env.steps), env.solver_cpu_s
+        await env.end_now(accept=key not in self.flagged)
+        node.path = self.tree.add(env.steps[before:], node.path, 0)
+        self.tree.solver_cpu_s += env.solver_cpu_s - cpu
+        return node
 
     def _adopt(self, chosen: _Node) -> None:
         end = chosen.env.end
         assert end is not None
         self.root.adopt(self.tree.mark_path(chosen.path), end, self.tree.solver_cpu_s)
-
-
-def _better(a: _Node, b: _Node) -> bool:
-    return (verdict_value(a.state), len(a.path)) > (verdict_value(b.state), len(b.path))
 
 
 def _seen_state(env: RefinementEnv) -> EpisodeState:

@@ -226,13 +226,19 @@ class SimWorld:
 
     # ------------------------------------------------------------ fork
 
-    def fork(self) -> SimWorld:
+    def fork(self, resample: int | None = None) -> SimWorld:
         """An independent copy at this point: the same faults, hint and random stream, so the copy
         and the original answer the same calls the same way. The task, config and parsed gold
-        PDDL are shared (never changed); the fault list and the random stream are copied."""
+        PDDL are shared (never changed); the fault list and the random stream are copied.
+
+        `resample=k`: the copy's calls are fresh samples instead (a real LLM asked again answers
+        anew): its stream is seeded from the current one and k, so branch k of a search is the same
+        sample whenever it is taken from the same point, and other branches are other samples."""
         twin = copy.copy(self)
         twin.rng = random.Random()
         twin.rng.setstate(self.rng.getstate())
+        if resample is not None:
+            twin.rng = random.Random(f"resample|{twin.rng.getrandbits(64)}|{resample}")
         twin.faults = list(self.faults)  # Fault objects are never changed, only added and removed
         return twin
 
