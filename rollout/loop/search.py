@@ -1,4 +1,4 @@
-"""Search over agent choices: `search:prior=SPEC,width=W,max_calls=N[,wall_s=S][,check=0|1]`.
+"""Search over agent choices: `search:prior=SPEC,width=W,max_calls=N[,wall_s=S][,checks=K]`.
 
 A best-first search over the refinement loop's agent choices, on forks of the episode's
 environment (rollout/loop/env.py). A node is the episode after some steps; its children are the
@@ -8,12 +8,12 @@ Nodes are ordered by what the verifier says of their state (empty < unparsable <
 plan the validator rejects < an accepted plan), how deep they are, and the rank of their next
 child. A child that changed nothing or reached a state seen before is pruned: the search goes on
 from the parent with its next choice, so a wasted call does not also spend a step. Before
-accepting a plan, the search spends one call on an independent check of the accepted PDDL
-against the task's words (where the world offers one, `check=1`); a check that flags the PDDL
-sends the node to the agents it points at instead of accepting. The first accepted node that
+accepting a plan, the search spends up to `checks` calls (default 2, 0: none) on independent
+checks of the accepted PDDL against the task's words, where the world offers them; a check that
+flags the PDDL sends the node to the agents it points at instead of accepting. The first accepted node that
 passed its check ends the search. When the LLM-call or wall-time budget runs out first, the best
-node found ends the episode as it stands: an accepted plan there gets its check (one call past
-the budget) if it had none, and a plan a check flagged is declined (the episode gives no answer).
+node found ends the episode as it stands: an accepted plan there gets its checks (calls past the
+budget, at most `checks`) if it had none, and a plan a check flagged is declined (no answer).
 
 The episode's records keep the whole tree: every explored step is a StepRecord (`step` numbers
 the tree's steps in the order they were taken; `parent_step` is the step it followed, -1 at the
@@ -37,7 +37,7 @@ from rollout.loop.env import RefinementEnv
 from rollout.policies.rules import is_syntax_error
 from rollout.policies.scripted import DEFAULT_RULES, symptom
 
-SEARCH_KEYS = ("prior", "width", "max_calls", "value", "wall_s", "check")
+SEARCH_KEYS = ("prior", "width", "max_calls", "value", "wall_s", "checks")
 DEPTH_BONUS = 0.3  # a node one step deeper at the same verdict goes first (the search dives)
 RANK_PENALTY = 0.5  # each rank down the prior's list costs this much priority
 
@@ -52,11 +52,11 @@ class SearchSpec:
     width: int = 3
     max_calls: int = 16
     wall_s: float = 300.0
-    check: bool = True
+    checks: int = 2
 
 
 def parse_search_spec(text: str) -> SearchSpec:
-    """`prior=SPEC,width=W,max_calls=N,wall_s=S,check=0|1` -> SearchSpec.
+    """`prior=SPEC,width=W,max_calls=N,wall_s=S,checks=K` -> SearchSpec.
 
     The prior is a policy spec and may hold commas of its own (`prior=scripted:noise=0.2,seed=3`):
     a part whose key is not a search key belongs to the value before it."""
@@ -79,7 +79,7 @@ def parse_search_spec(text: str) -> SearchSpec:
                       width=_int(values, "width", SearchSpec.width, 1),
                       max_calls=_int(values, "max_calls", SearchSpec.max_calls, 1),
                       wall_s=_float(values, "wall_s", SearchSpec.wall_s),
-                      check=_flag(values, "check", SearchSpec.check))
+                      checks=_int(values, "checks", SearchSpec.checks, 0))
 
 
 def _int(values: dict[str, str], key: str, default: int, low: int) -> int:
@@ -106,15 +106,6 @@ def _float(values: dict[str, str], key: str, default: float) -> float:
     if not out > 0:
         raise SearchSpecError(f"{key}={text!r}: must be more than 0")
     return out
-
-
-def _flag(values: dict[str, str], key: str, default: bool) -> bool:
-    text = values.get(key)
-    if text is None:
-        return default
-    if text not in ("0", "1"):
-        raise SearchSpecError(f"{key}={text!r}: must be 0 or 1")
-    return text == "1"
 
 
 # ---------------------------------------------------------------------------------- the value
@@ -241,7 +232,7 @@ class SearchPolicy(Policy):
         self.spec = spec
         self.prior = prior
         self.name = f"search[{prior.name}]"
-        self.version = f"w{spec.width}-c{spec.max_calls}-{'check' if spec.check else 'nocheck'}-{prior.version}"
+        self.version = f"w{spec.width}-c{spec.max_calls}-k{spec.checks}-{prior.version}"
         self.decides_inline = prior.decides_inline
 
     def _decide(self, state: EpisodeState) -> Decision:
@@ -317,22 +308,33 @@ class _Search:
         self._push(node)  # back in the frontier for its next child, if it has one
         env = node.env.fork(resample=branch)  # each child's calls are samples of their own
         env.activate()
-        if decision.agent_id == NOOP_ID and self.spec.check and not node.checked:
+        if decision.agent_id == NOOP_ID and self.spec.checks and not node.checked:
             return await self._check(node, env, decision, branch)
         return await self._step(node.path, env, decision, branch)
 
     async def _check(self, node: _Node, env: RefinementEnv, decision: Decision, branch: int) -> _Node | None:
-        before, cpu = len(env.steps), env.solver_cpu_s
-        verdict = await env.check_acceptance()
-        if verdict is None:  # the world offers no check: accept on the validator's word
-            return await self._step(node.path, env, decision, branch)
-        path = self.tree.add(env.steps[before:], node.path, branch)
-        self.tree.solver_cpu_s += env.solver_cpu_s - cpu
-        if verdict.passed:
-            return await self._step(path, env, decision, 0)
+        path, suspects = await self._checks(env, node.path, branch)
+        if suspects is None:  # every check passed (or the world offers none): accept
+            return await self._step(path, env, decision, 0 if path != node.path else branch)
         self.flagged.add(_state_key(node.state))
-        self._push(await self._node(env, path, suspect_children(verdict.suspects, self.spec.width)))
+        self._push(await self._node(env, path, suspect_children(suspects, self.spec.width)))
         return None
+
+    async def _checks(self, env: RefinementEnv, parent: list[int], branch: int
+                      ) -> tuple[list[int], tuple[int, ...] | None]:
+        """Up to `checks` independent acceptance checks, stopping at the first that flags the PDDL:
+        (the path after them, None when all passed, else the agents the flagging check named)."""
+        path = parent
+        for i in range(self.spec.checks):
+            before, cpu = len(env.steps), env.solver_cpu_s
+            verdict = await env.check_acceptance()
+            if verdict is None:
+                return path, None
+            path = self.tree.add(env.steps[before:], path, branch if i == 0 else 0)
+            self.tree.solver_cpu_s += env.solver_cpu_s - cpu
+            if not verdict.passed:
+                return path, verdict.suspects
+        return path, None
 
     async def _step(self, parent: list[int], env: RefinementEnv, decision: Decision, branch: int
                     ) -> _Node | None:
@@ -359,12 +361,9 @@ class _Search:
         gets its acceptance check first if it had none (one call past the budget) and is declined
         (no answer) when a check flagged it."""
         env, key = node.env, _state_key(node.state)
-        if node.state.plan_valid and self.spec.check and key not in self.flagged:
-            before, cpu = len(env.steps), env.solver_cpu_s
-            verdict = await env.check_acceptance()
-            node.path = self.tree.add(env.steps[before:], node.path, 0)
-            self.tree.solver_cpu_s += env.solver_cpu_s - cpu
-            if verdict is not None and not verdict.passed:
+        if node.state.plan_valid and self.spec.checks and key not in self.flagged:
+            node.path, suspects = await self._checks(env, node.path, 0)
+            if suspects is not None:
                 self.flagged.add(key)
         before, cpu = len(env.steps), env.solver_cpu_s
         await env.end_now(accept=key not in self.flagged)
