@@ -2,7 +2,9 @@
 
 Filtering keeps episodes whose final plan the chosen check accepts (validator or oracle), drops
 steps decided by the rules layer (is_hardcoded), and de-duplicates identical (state, agent)
-pairs. The train/validation split is by task, so no task appears on both sides.
+pairs. Of a search episode (rollout/loop/search.py) only the chosen path is read: the branches
+it explored and left are not what led to the answer. The train/validation split is by task, so
+no task appears on both sides.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import re
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from rollout.core.agent_table import NUM_AGENTS
@@ -53,6 +55,7 @@ class FilterCounts:
     steps_hardcoded: int = 0
     steps_idle: int = 0
     steps_no_progress: int = 0
+    steps_off_path: int = 0
     steps_kept: int = 0
     duplicates_dropped: int = 0
 
@@ -117,6 +120,16 @@ def progress_step(ep: EpisodeRecord, index: int) -> bool:
     return _verdict(ep.steps[index + 1].state_json) != _verdict(st.state_json)
 
 
+def chosen_path(ep: EpisodeRecord, counts: FilterCounts) -> EpisodeRecord:
+    """The episode with only its chosen path's steps (all of a plain episode's; a search episode's
+    explored branches dropped and counted). Records older than search trees read on_path=True."""
+    path = [st for st in ep.steps if st.on_path is not False]
+    if len(path) == len(ep.steps):
+        return ep
+    counts.steps_off_path += len(ep.steps) - len(path)
+    return replace(ep, steps=path)
+
+
 def select_examples(episodes: Iterable[EpisodeRecord], check: str = "validator",
                     counts: FilterCounts | None = None, *, prefer_cheap: bool = False,
                     drop_idle: bool = False, progress_only: bool = False) -> list[Example]:
@@ -139,6 +152,7 @@ def select_examples(episodes: Iterable[EpisodeRecord], check: str = "validator",
         if cheap is not None and ep.episode_id not in cheap:
             counts.episodes_costly += 1
             continue
+        ep = chosen_path(ep, counts)
         for index, st in enumerate(ep.steps):
             if st.is_hardcoded:
                 counts.steps_hardcoded += 1

@@ -1,0 +1,174 @@
+"""Search over agent choices (rollout/loop/search.py): the spec, the records' tree, the budget,
+infrastructure failures, and the dataset builder reading only the chosen path."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+import solvers
+from rollout.core.trajectory import EpisodeRecord
+from rollout.llm.errors import LLMConnectionError
+from rollout.loop.backends import SimAgents
+from rollout.loop.env import RefinementEnv
+from rollout.loop.episode import EpisodeConfig, run_episode
+from rollout.loop.search import SearchPolicy, SearchSpec, parse_search_spec
+from rollout.policies import PolicySpecError, make_policy, policy_specs
+from rollout.sim import SimConfig
+from rollout.store import TrajectoryStore
+from rollout.tasks import Task
+
+FAST = SimConfig(latency_scale=0.0)
+SPEC = "search:prior=rules+scripted,width=3,max_calls=12"
+
+
+@pytest.fixture(autouse=True)
+def solver_cache():
+    solvers.configure_cache(True)
+    yield
+    solvers.configure_cache(False)
+
+
+def _search(task: Task, seed: int, spec: str = SPEC, config: EpisodeConfig | None = None) -> EpisodeRecord:
+    config = config or EpisodeConfig(seed=seed, sim=FAST, run_id="search-test")
+    return asyncio.run(run_episode(task, make_policy(spec, seed=seed), config))
+
+
+# ---------------------------------------------------------------------------------- the spec
+
+def test_the_spec_is_parsed_with_a_prior_that_has_commas_of_its_own() -> None:
+    spec = parse_search_spec("prior=rules+scripted:noise=0.2,seed=3,width=2,max_calls=9,checks=0,wall_s=5")
+    assert spec == SearchSpec(prior="rules+scripted:noise=0.2,seed=3", width=2, max_calls=9, wall_s=5.0, checks=0)
+    assert parse_search_spec("") == SearchSpec()
+    assert "search" in policy_specs()
+    policy = make_policy("search:prior=scripted:noise=0.0,width=2")
+    assert isinstance(policy, SearchPolicy) and policy.prior.name == "scripted" and policy.prior.noise == 0.0
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("search:width=0", "width='0': must be at least 1"),
+    ("search:max_calls=lots", "max_calls='lots': must be a whole number"),
+    ("search:depth=3", "unknown search parameter 'depth=3'"),
+    ("search:width=2,width=3", "'width' given twice"),
+    ("search:value=./models/v", "no value model exists yet"),
+    ("search:prior=search:width=2", "a search cannot be the prior of a search"),
+    ("search:prior=nosuch", "unknown policy 'nosuch'"),
+    ("search:wall_s=-1", "wall_s='-1': must be more than 0"),
+])
+def test_a_bad_spec_is_one_clear_line(spec: str, message: str) -> None:
+    with pytest.raises(PolicySpecError, match=message) as info:
+        make_policy(spec)
+    assert "\n" not in str(info.value)
+
+
+# ---------------------------------------------------------------------------------- the records
+
+def _check_tree(record: EpisodeRecord) -> None:
+    steps = record.steps
+    assert [s.step for s in steps] == list(range(len(steps)))
+    for s in steps:
+        assert -1 <= s.parent_step < s.step
+        assert s.decided_by in ("search", "rule")
+    path = [s for s in steps if s.on_path]
+    # an empty path: the search ended on the starting state (every branch it tried was pruned)
+    assert (path and path[0].parent_step == -1) or not record.success_validator
+    for before, after in zip(path, path[1:], strict=False):
+        assert after.parent_step == before.step  # the chosen path is one chain from the root
+    if record.success_validator:
+        assert path[-1].agent_name == "AgentNaturalLanguage" and path[-1].plan_after == record.final_plan
+    assert record.total_llm_calls == sum(s.llm_calls for s in steps)  # every branch's calls are counted
+
+
+def test_search_episodes_keep_the_tree_and_mark_one_chosen_path(tasks: dict[str, Task], tmp_path: Path) -> None:
+    records = [_search(t, seed) for t in list(tasks.values())[:6] for seed in (0, 1)]
+    assert not any(r.error or r.infra_error for r in records)
+    for record in records:
+        _check_tree(record)
+    assert any(any(not s.on_path for s in r.steps) for r in records)  # some searches did branch
+    assert any(s.decision_reason.startswith("acceptance check") for r in records for s in r.steps)
+    store = TrajectoryStore(tmp_path / "store")
+    store.write_episodes("search-test", records)
+    back = {r.episode_id: r for r in store.read_episodes(["search-test"])}
+    assert [back[r.episode_id].steps for r in records] == [r.steps for r in records]
+
+
+def test_the_same_search_twice_is_the_same_tree(tasks: dict[str, Task]) -> None:
+    task = list(tasks.values())[2]
+    first, second = _search(task, 4), _search(task, 4)
+    key = [(s.step, s.parent_step, s.branch, s.on_path, s.agent_id, s.domain_after, s.plan_after) for s in first.steps]
+    assert key == [(s.step, s.parent_step, s.branch, s.on_path, s.agent_id, s.domain_after, s.plan_after)
+                   for s in second.steps]
+    assert (first.success_oracle, first.total_llm_calls) == (second.success_oracle, second.total_llm_calls)
+
+
+@pytest.mark.parametrize(("max_calls", "checks"), [(1, 0), (3, 2), (6, 1)])
+def test_the_llm_call_budget_bounds_the_search(tasks: dict[str, Task], max_calls: int, checks: int) -> None:
+    spec = f"search:prior=rules+scripted,width=3,max_calls={max_calls},checks={checks}"
+    for task in list(tasks.values())[:6]:
+        record = _search(task, 2, spec)
+        # the budget is checked before each expansion (one agent call); past it come at most the
+        # closing acceptance checks and the rendering of an accepted plan
+        assert record.total_llm_calls <= max_calls + checks + 1, (task.task_id, record.total_llm_calls)
+        _check_tree(record)
+
+
+def test_the_wall_time_budget_bounds_the_search(tasks: dict[str, Task]) -> None:
+    record = _search(list(tasks.values())[0], 3, "search:prior=rules+scripted,max_calls=100,wall_s=0.000001")
+    assert len([s for s in record.steps if s.agent_name != "AgentNaturalLanguage"]) <= 1 + 2  # one step, 2 checks
+
+
+# ---------------------------------------------------------------------------------- infra failures
+
+class FailingEndpoint:
+    """The LLM endpoint (a double for a frontier API): answers `ok` calls, then is unreachable."""
+
+    def __init__(self, ok: int) -> None:
+        self.ok = ok
+
+    async def chat(self, messages: list[dict[str, str]], *, purpose: str, extra_body: dict | None = None) -> str:
+        if self.ok <= 0:
+            raise LLMConnectionError("connection refused", attempts=4)
+        self.ok -= 1
+        return "ok"
+
+
+def test_an_endpoint_failing_mid_search_is_an_infra_failure_not_an_outcome(tasks: dict[str, Task]) -> None:
+    task = next(t for t in tasks.values() if "depots" in t.task_id)
+    config = EpisodeConfig(seed=1, sim=None, backend=SimAgents(FAST, transport=FailingEndpoint(ok=3)))
+    record = _search(task, 1, config=config)
+    assert record.infra_error.startswith("llm:connection_error") and record.error == ""
+    from rollout.loop.report import summarize
+
+    assert summarize("search", [record]).infra_failures == 1
+
+
+# ---------------------------------------------------------------------------------- the dataset
+
+def test_the_dataset_builder_reads_only_the_chosen_path(tasks: dict[str, Task]) -> None:
+    from train.examples import FilterCounts, select_examples
+
+    records = [_search(t, seed) for t in list(tasks.values())[:6] for seed in (0, 1)]
+    accepted = [r for r in records if r.success_validator]
+    branched = [r for r in accepted if any(not s.on_path for s in r.steps)]
+    assert branched, "no accepted episode branched; pick other tasks"
+    counts = FilterCounts()
+    examples = select_examples(records, "validator", counts)
+    on_path = {(r.episode_id, s.state_json, s.agent_id) for r in accepted for s in r.steps if s.on_path}
+    assert examples and all((e.episode_id, e.state_json, e.agent_id) in on_path for e in examples)
+    assert counts.steps_off_path == sum(1 for r in accepted for s in r.steps if not s.on_path)
+
+
+# ---------------------------------------------------------------------------------- resampled forks
+
+def test_a_resampled_fork_is_a_fresh_sample_and_repeatable(tasks: dict[str, Task]) -> None:
+    async def go() -> None:
+        env = RefinementEnv(SimAgents(FAST))
+        await env.reset(next(iter(tasks.values())), 0)
+        same = env.fork(resample=1)._world.rng.getstate()
+        assert env.fork(resample=1)._world.rng.getstate() == same  # branch 1 from here is one sample
+        assert env.fork(resample=2)._world.rng.getstate() != same  # branch 2 is another
+        assert env.fork()._world.rng.getstate() == env._world.rng.getstate()  # a plain fork replays
+
+    asyncio.run(go())
