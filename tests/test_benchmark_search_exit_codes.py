@@ -1,0 +1,70 @@
+"""benchmarks/search.py and benchmarks/env_fork.py: a printed target that fails, or a figure that
+cannot be computed, fails the run (hand-built figures, no long runs)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[spec.name] = module  # type: ignore[union-attr]  (its dataclasses look themselves up there)
+    path = list(sys.path)
+    try:
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    finally:
+        sys.path[:] = path
+    return module
+
+
+GOOD = {"call_ratio": 1.5, "call_ratio_upper": 1.8, "greedy_success": 0.3, "search_success": 0.5,
+        "success_diff": 0.2, "success_diff_se": 0.02, "success_diff_lower": 0.17, "greedy_wrong": 0.14,
+        "search_wrong": 0.04, "wrong_vs_half_greedy": -0.03, "wrong_vs_half_greedy_upper": -0.01}
+
+
+def test_search_benchmark_targets() -> None:
+    search = _load("search")
+    lines, ok = search.judge({"extreme": GOOD, "hard": GOOD})
+    assert ok and len(lines) == 6 and all(line.endswith(": met") for line in lines)
+    _, ok = search.judge({"extreme": {**GOOD, "success_diff_lower": 0.12}, "hard": GOOD})  # +10 is hard's only
+    assert not ok
+    _, ok = search.judge({"extreme": GOOD, "hard": {**GOOD, "success_diff_lower": 0.12}})
+    assert ok
+    _, ok = search.judge({"extreme": GOOD, "hard": {**GOOD, "call_ratio_upper": 2.01}})
+    assert not ok
+    _, ok = search.judge({"extreme": GOOD, "hard": {**GOOD, "wrong_vs_half_greedy_upper": 0.001}})
+    assert not ok
+    lines, ok = search.judge({"extreme": {**GOOD, "call_ratio_upper": float("nan")}, "hard": GOOD})
+    assert not ok and "NOT met" in lines[0]
+    lines, ok = search.judge({"extreme": GOOD})  # a level without pairs
+    assert not ok and lines[-1].startswith("hard: no pairs")
+
+
+def test_search_benchmark_figures_are_paired() -> None:
+    from rollout.core.trajectory import EpisodeRecord
+
+    search = _load("search")
+
+    def record(calls: int, valid: bool, oracle: bool) -> EpisodeRecord:
+        return EpisodeRecord("e", "r", "t", "f", "d", "p", "1", "sim", valid, oracle, total_llm_calls=calls)
+
+    pairs = [search.Pair("t", "hard", record(4, True, False), record(8, True, True)),
+             search.Pair("t", "hard", record(6, False, False), record(10, True, True)),
+             search.Pair("t", "hard", record(5, True, True), record(5, True, True))]
+    f = search.level_figures(pairs)
+    assert f["call_ratio"] == 23 / 15 and f["success_diff"] == 2 / 3 and f["greedy_wrong"] == 1 / 3
+    assert f["search_wrong"] == 0 and f["success_diff_lower"] < f["success_diff"]
+
+
+def test_fork_benchmark_targets() -> None:
+    fork = _load("env_fork")
+    assert fork.judge({"median_fork_ms": 0.1, "median_fork_kb": 8.0})[1]
+    assert not fork.judge({"median_fork_ms": 1.2, "median_fork_kb": 8.0})[1]
+    assert not fork.judge({"median_fork_ms": 0.1, "median_fork_kb": 51.0})[1]
+    assert not fork.judge({"median_fork_ms": 0.1})[1]  # a figure that is missing fails
