@@ -144,6 +144,7 @@ class StepTable:
                                           partition_by=[PARTITION], storage_options=self._delta_options,
                                           commit_properties=props, configuration=TABLE_PROPERTIES)
         else:
+            self._add_missing_columns()
             before = self._dt.version()
             self._dt.create_write_transaction([add], mode="append", schema=STEP_SCHEMA,
                                               partition_by=[PARTITION], commit_properties=props)
@@ -153,6 +154,14 @@ class StepTable:
         cache = self._committed.setdefault(run_id, _CommittedIds())
         cache.own_files.add(name.rsplit("/", 1)[1])
         cache.ids.update(table.column("episode_id").to_pylist())
+
+    def _add_missing_columns(self) -> None:
+        """A table made before a column of the step schema existed gets it (nullable: its older
+        rows read null) before rows that carry it are added; otherwise their values would be lost."""
+        have = {f.name for f in self._dt.schema().fields}
+        missing = [f for f in _delta_schema().fields if f.name not in have]
+        if missing:
+            self._dt.alter.add_columns(missing)
 
     # ---- reading -------------------------------------------------------------------------
 
