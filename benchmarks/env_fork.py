@@ -26,10 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rollout.loop.backends import SimAgents  # noqa: E402
 from rollout.loop.env import RefinementEnv  # noqa: E402
 from rollout.policies import make_policy  # noqa: E402
 from rollout.sim import SimConfig  # noqa: E402
+from rollout.sim.backend import SimAgents  # noqa: E402
 from rollout.tasks import Task, load_tasks  # noqa: E402
 
 TARGET_MS = 1.0

@@ -2,7 +2,7 @@
 
 Filtering keeps episodes whose final plan the chosen check accepts (validator or oracle), drops
 steps decided by the rules layer (is_hardcoded), and de-duplicates identical (state, agent)
-pairs. Of a search episode (rollout/loop/search.py) only the chosen path is read: the branches
+pairs. Of a search episode (rollout/policies/search.py) only the chosen path is read: the branches
 it explored and left are not what led to the answer. The train/validation split is by task, so
 no task appears on both sides.
 """

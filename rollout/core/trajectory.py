@@ -39,7 +39,7 @@ class StepRecord:
     tokens_out: int = 0
     latency_ms: float = 0.0
     cost_usd: float = 0.0
-    # A search episode (rollout/loop/search.py) keeps the tree it explored: the step this one
+    # A search episode (rollout/policies/search.py) keeps the tree it explored: the step this one
     # followed (-1: the root; a plain episode's steps follow one another and keep -1), the child
     # rank it was among its parent's, and whether it is on the chosen path (every plain step is).
     parent_step: int = -1

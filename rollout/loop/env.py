@@ -11,7 +11,7 @@ words by agent 12 (one more, rule-decided step) and the oracle checks the answer
 `snapshot()` / `restore(snapshot)` / `fork()` copy an episode at any step: the state, the
 simulated world's faults and random stream, the agents' random stream, the records and the
 counters, so two branches from one snapshot that take the same decisions write byte-identical
-records (search over agent choices, rollout/loop/search.py, branches this way). Real LLM agents
+records (search over agent choices, rollout/policies/search.py, branches this way). Real LLM agents
 keep no transcript between calls (each call's prompt is built from the state), so forking them is
 forking the state. `check_acceptance()` spends one recorded call on an independent check of the
 accepted PDDL against the task's words where the backend's world offers one.
@@ -28,10 +28,18 @@ from __future__ import annotations
 import asyncio
 import random
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import solvers
-from rollout.agents.base import AgentContext, AgentOutcome, ChatBackend, SimulatedAgents, make_agent
+from rollout.agents.base import (
+    AcceptanceVerdict,
+    AgentContext,
+    AgentOutcome,
+    ChatBackend,
+    Draft,
+    LLMStandIn,
+    make_agent,
+)
 from rollout.core.agent_table import NATURAL_LANGUAGE_ID, NOOP_ID, agent_name
 from rollout.core.decision import Decision
 from rollout.core.infra import infra_reason
@@ -41,9 +49,6 @@ from rollout.loop.evaluation import evaluate
 from rollout.loop.oracle import check_plan
 from rollout.tasks.base import Task
 
-if TYPE_CHECKING:
-    from rollout.sim.world import AcceptanceVerdict, Draft
-
 CHECKER_ID = 1  # the generalist agent does the acceptance cross-check
 
 
@@ -51,8 +56,8 @@ class EnvStateError(RuntimeError):
     """The environment was used out of order (step before reset, after done, after close)."""
 
 
-class World(SimulatedAgents, Protocol):
-    """One episode's simulated agents: they also draft the PDDL the loop starts from."""
+class World(LLMStandIn, Protocol):
+    """One episode's stand-in for the LLM agents (the simulated world): it also drafts the PDDL the loop starts from."""
 
     def draft(self) -> Draft: ...
 
@@ -146,7 +151,7 @@ class RefinementEnv:
         self._task, self._state, self._checks = task, None, 0
         self._world = self.backend.world(task, seed)
         rng = random.Random(f"agents|{seed}|{task.task_id}")
-        self._ctx = AgentContext(task=task, limits=self.limits, rng=rng, llm=self.backend.llm, sim=self._world,
+        self._ctx = AgentContext(task=task, limits=self.limits, rng=rng, llm=self.backend.llm, stand_in=self._world,
                                  llm_backend_name=self.backend.name)
         state = EpisodeState(task_description=task.description, spec_json=task.spec_json,
                              target_planner=task.target_planner)
@@ -214,7 +219,8 @@ class RefinementEnv:
             rng = random.Random()
             rng.setstate(snap.agent_rng)
             self._ctx = AgentContext(task=snap.task, limits=self.limits, rng=rng, llm=self.backend.llm,
-                                     sim=self._world, llm_backend_name=self.backend.name, extras=dict(snap.extras))
+                                     stand_in=self._world, llm_backend_name=self.backend.name,
+                                     extras=dict(snap.extras))
 
     def fork(self, *, resample: int | None = None) -> RefinementEnv:
         """A second environment that goes on from this point independently (snapshot + restore).

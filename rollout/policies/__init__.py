@@ -87,7 +87,7 @@ register_policy_factory("teacher", _teacher_factory)  # teacher:model=...,base_u
 register_policy_factory("model", "train.policy_specs:model_factory")  # model:DIR -> a trained artifact
 register_policy_factory("majority", "train.policy_specs:majority_factory")  # majority:DIR -> its majority class
 register_policy_factory("dyn", "rollout.policies.dynamic_escalation:dynamic_factory")  # dyn:SPEC -> escalates repeats
-register_policy_factory("search", "rollout.loop.search:search_factory")  # search:prior=SPEC,width=W,max_calls=N
+register_policy_factory("search", "rollout.policies.search:search_factory")  # search:prior=SPEC,width=W,max_calls=N
 
 
 def make_policy(spec: str, *, seed: int = 0) -> Policy:

@@ -18,10 +18,10 @@ import pytest
 
 import solvers
 from rollout.core.decision import Decision
-from rollout.loop.backends import SimAgents
 from rollout.loop.env import EnvStateError, RefinementEnv
 from rollout.policies import make_policy
 from rollout.sim import SimConfig
+from rollout.sim.backend import SimAgents
 from rollout.tasks import Task
 
 FAST = SimConfig(latency_scale=0.0)

@@ -1,4 +1,4 @@
-"""Search over agent choices (rollout/loop/search.py): the spec, the records' tree, the budget,
+"""Search over agent choices (rollout/policies/search.py): the spec, the records' tree, the budget,
 infrastructure failures, and the dataset builder reading only the chosen path."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import pytest
 import solvers
 from rollout.core.trajectory import EpisodeRecord
 from rollout.llm.errors import LLMConnectionError
-from rollout.loop.backends import SimAgents
 from rollout.loop.env import RefinementEnv
 from rollout.loop.episode import EpisodeConfig, run_episode
-from rollout.loop.search import SearchPolicy, SearchSpec, parse_search_spec
 from rollout.policies import PolicySpecError, make_policy, policy_specs
+from rollout.policies.search import SearchPolicy, SearchSpec, parse_search_spec
 from rollout.sim import SimConfig
+from rollout.sim.backend import SimAgents
 from rollout.store import TrajectoryStore
 from rollout.tasks import Task
 
