@@ -68,3 +68,10 @@ def test_fork_benchmark_targets() -> None:
     assert not fork.judge({"median_fork_ms": 1.2, "median_fork_kb": 8.0})[1]
     assert not fork.judge({"median_fork_ms": 0.1, "median_fork_kb": 51.0})[1]
     assert not fork.judge({"median_fork_ms": 0.1})[1]  # a figure that is missing fails
+
+
+def test_throughput_benchmark_target() -> None:
+    throughput = _load("search_throughput")
+    assert throughput.judge({"per_cpu_ratio": 0.85})[1]
+    assert not throughput.judge({"per_cpu_ratio": 0.63})[1]
+    assert not throughput.judge({})[1]
