@@ -37,6 +37,18 @@ class HaloError(Exception):
         """"kind: message" when a dependency failed, "" when the error is about the work itself."""
         return ""
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Whole across processes (Ray): the fields (kind, status, category, ...) travel too, whatever
+        # the subclass's __init__ takes.
+        return _rebuild, (type(self), self.args, self.__dict__)
+
+
+def _rebuild(cls: type[HaloError], args: tuple[object, ...], fields: dict[str, object]) -> HaloError:
+    exc = cls.__new__(cls, *args)
+    exc.args = args
+    exc.__dict__.update(fields)
+    return exc
+
 
 class InputError(HaloError):
     """What was asked for is wrong (a spec, a file, a request): fix the input and ask again."""

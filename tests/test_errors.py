@@ -173,3 +173,17 @@ def test_one_retry_policy() -> None:
 def test_a_retry_policy_is_bounded() -> None:
     with pytest.raises(ValueError, match="needs retries or budget_s"):
         RetryPolicy()
+
+
+@pytest.mark.parametrize("exc", [ToolFailure(ErrorCategory.SOLVER_CRASH, "exit -11"),
+                                 InfraFailure("solver_unavailable", "not found"),
+                                 DecisionServiceError("overloaded", status=503, error="overloaded"),
+                                 LLMConnectionError("refused", attempts=4)])
+def test_an_error_crosses_processes_whole(exc: HaloError) -> None:
+    """Pickled (as Ray sends it), an error keeps its fields and so its infra reason; the built-in
+    pickling would call ToolFailure(message) and fail, or drop a DecisionServiceError's status."""
+    import pickle
+
+    again = pickle.loads(pickle.dumps(exc))
+    assert type(again) is type(exc) and str(again) == str(exc) and again.__dict__ == exc.__dict__
+    assert infra_reason(again) == infra_reason(exc) != ""
