@@ -36,13 +36,14 @@ from rollout.core.trajectory import StepRecord
 from rollout.loop.env import RefinementEnv
 from rollout.policies.rules import is_syntax_error
 from rollout.policies.scripted import DEFAULT_RULES, symptom
+from solvers.errors import InputError
 
 SEARCH_KEYS = ("prior", "width", "max_calls", "value", "wall_s", "checks")
 DEPTH_BONUS = 0.3  # a node one step deeper at the same verdict goes first (the search dives)
 RANK_PENALTY = 0.5  # each rank down the prior's list costs this much priority
 
 
-class SearchSpecError(ValueError):
+class SearchSpecError(InputError, ValueError):
     """A search spec that cannot be used; the message names the parameter."""
 
 
