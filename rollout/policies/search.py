@@ -140,8 +140,7 @@ def _state_key(state: EpisodeState) -> tuple[str, str, str]:
 class _Node:
     env: RefinementEnv
     path: list[int]  # tree step numbers from the root to this node
-    candidates: list[Decision]  # ranked children not yet taken
-    checked: bool = False  # the acceptance check passed on this node's state
+    candidates: list[Decision] | None  # ranked children not yet taken (None: the prior not asked yet)
     taken: int = 0  # children taken so far
 
     @property
@@ -197,7 +196,9 @@ async def ranked_children(prior: Policy, state: EpisodeState, width: int) -> lis
     out = [_as_search(first, 0, prior.name)]
     out += [Decision(a, "search", reason=f"search: the prior's rank {r + 1}") for r, a in enumerate(ids[1:], 1)]
     # then the same choices again: new samples of the same agents (a call that changed nothing is pruned)
-    return out[:width] + [replace(d, reason=d.reason + " (asked again)") for d in out[:width]]
+    again = [replace(d, reason=d.reason + " (asked again)", llm_calls=0, tokens_in=0, tokens_out=0, cost_usd=0.0)
+             for d in out[:width]]  # the prior decided once: its cost is on the first child only
+    return out[:width] + again
 
 
 def _as_search(decision: Decision, rank: int, prior_name: str) -> Decision:
@@ -269,7 +270,7 @@ class _Search:
         return self.tree.llm_calls >= self.spec.max_calls or time.monotonic() >= self.deadline
 
     async def run(self) -> None:
-        root = await self._node(self.root, [])
+        root = self._node(self.root, [])
         self.seen.add(_state_key(root.state))
         self._push(root)
         chosen: _Node | None = None
@@ -290,26 +291,29 @@ class _Search:
         return value, len(node.path)
 
     def _push(self, node: _Node) -> None:
-        if node.candidates:
+        if not node.env.done and (node.candidates is None or node.candidates):
             heapq.heappush(self.frontier, (-node.priority(), next(self.counter), node))
         if not node.env.done and (self.best is None or self._rank(node) > self._rank(self.best)):
             self.best = node
 
-    async def _node(self, env: RefinementEnv, path: list[int], candidates: list[Decision] | None = None,
-                    checked: bool = False) -> _Node:
-        if candidates is None and not env.done:
-            env.activate()
-            candidates = await ranked_children(self.policy.prior, _seen_state(env), self.spec.width)
-        return _Node(env, path, candidates or [], checked=checked)
+    def _node(self, env: RefinementEnv, path: list[int], candidates: list[Decision] | None = None) -> _Node:
+        """A node; its children are ranked when it is first expanded (the prior is asked then, so a
+        prior whose decisions cost calls is paid only for nodes the search expands)."""
+        return _Node(env, path, candidates)
 
     async def _expand(self, node: _Node) -> _Node | None:
         """Take the node's next child; returns the accepted node that ends the search, else None."""
+        if node.candidates is None:
+            node.env.activate()
+            node.candidates = await ranked_children(self.policy.prior, node.state, self.spec.width)
+        if not node.candidates:
+            return None
         decision = node.candidates.pop(0)
         branch, node.taken = node.taken, node.taken + 1
         self._push(node)  # back in the frontier for its next child, if it has one
         env = node.env.fork(resample=branch)  # each child's calls are samples of their own
         env.activate()
-        if decision.agent_id == NOOP_ID and self.spec.checks and not node.checked:
+        if decision.agent_id == NOOP_ID and self.spec.checks:
             return await self._check(node, env, decision, branch)
         return await self._step(node.path, env, decision, branch)
 
@@ -318,7 +322,7 @@ class _Search:
         if suspects is None:  # every check passed (or the world offers none): accept
             return await self._step(path, env, decision, 0 if path != node.path else branch)
         self.flagged.add(_state_key(node.state))
-        self._push(await self._node(env, path, suspect_children(suspects, self.spec.width)))
+        self._push(self._node(env, path, suspect_children(suspects, self.spec.width)))
         return None
 
     async def _checks(self, env: RefinementEnv, parent: list[int], branch: int
@@ -354,7 +358,7 @@ class _Search:
         if _state_key(state) in self.seen:
             return None  # pruned: the step changed nothing, or reached a state already explored
         self.seen.add(_state_key(state))
-        self._push(await self._node(env, path))
+        self._push(self._node(env, path))
         return None
 
     async def _close(self, node: _Node) -> _Node:
