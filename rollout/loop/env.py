@@ -10,8 +10,10 @@ words by agent 12 (one more, rule-decided step) and the oracle checks the answer
 
 `snapshot()` / `restore(snapshot)` / `fork()` copy an episode at any step: the state, the
 simulated world's faults and random stream, the agents' random stream, the records and the
-counters, so two branches from one snapshot that take the same decisions write byte-identical
-records (search over agent choices, rollout/policies/search.py, branches this way). Real LLM agents
+counters, so two branches from one snapshot that take the same decisions write the same records
+(search over agent choices, rollout/policies/search.py, branches this way), byte for byte but
+for what a clock measures: the latency of a step no LLM took part in, and a planner's log of its
+own timings unless the solvers' result cache answers the second time. Real LLM agents
 keep no transcript between calls (each call's prompt is built from the state), so forking them is
 forking the state. `check_acceptance()` spends one recorded call on an independent check of the
 accepted PDDL against the task's words where the backend's world offers one.
