@@ -65,7 +65,9 @@ def format_trace(record) -> str:  # noqa: ANN001  (an EpisodeRecord; imported la
         lines.append(f"start: {start}")
     for s in record.steps:
         result = "VALID" if s.plan_valid else (s.error_category or "-")
-        lines.append(f"[{s.step:2d}] {s.agent_id:2d} {s.agent_name:<26} by {s.decided_by:<8} "
+        tree = "" if s.parent_step < 0 and s.on_path else (  # a search episode's tree (docs/loop.md)
+            f" <-[{s.parent_step}] {'*' if s.on_path else ' '}")
+        lines.append(f"[{s.step:2d}]{tree} {s.agent_id:2d} {s.agent_name:<26} by {s.decided_by:<8} "
                      f"({s.decision_reason})")
         detail = f"     -> {result}; plan found: {s.plan_found}; agent: {'ok' if s.agent_ok else 'FAILED'} "
         detail += f"- {s.agent_message}" if s.agent_message else ""

@@ -238,14 +238,15 @@ class SimWorld:
 
         It flags a PDDL that still carries a fault with probability check_detect_prob, naming the
         agents that repair that fault's class, and flags a faithful PDDL with probability
-        check_false_alarm_prob (then naming the repairers of a random PDDL fault class)."""
+        check_false_alarm_prob (then naming the repairers of a random fault class of meaning, not
+        of syntax)."""
         cfg = self.config
         if self.faults:
             flagged = self.rng.random() < cfg.check_detect_prob
             kind = min(self.faults, key=lambda f: list(CATALOG).index(f.kind)).kind
-        else:
+        else:  # a false alarm names a fault of meaning (the PDDL parses: the validator accepted it)
             flagged = self.rng.random() < cfg.check_false_alarm_prob
-            kind = self.rng.choice(PDDL_FAULTS)
+            kind = self.rng.choice([k for k in PDDL_FAULTS if CATALOG[k].target != "text"])
         message = f"the PDDL differs from the task: {CATALOG[kind].description}" if flagged else \
             "the PDDL matches the task's words"
         outcome = self._account(state, AgentOutcome(state.domain, state.problem, message=message), 200)
