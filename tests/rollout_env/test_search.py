@@ -172,3 +172,21 @@ def test_a_resampled_fork_is_a_fresh_sample_and_repeatable(tasks: dict[str, Task
         assert env.fork()._world.rng.getstate() == env._world.rng.getstate()  # a plain fork replays
 
     asyncio.run(go())
+
+
+# ---------------------------------------------------------------------------------- the CLI
+
+def test_halo_episode_takes_a_search_spec_and_shows_the_tree() -> None:
+    from typer.testing import CliRunner
+
+    from cluster.cli import app
+
+    result = CliRunner().invoke(app, ["episode", "--task", "planbench/depots/instance-14", "--tasks",
+                                      "planbench:depots:20", "--policy", "search:prior=rules+scripted,max_calls=12",
+                                      "--seed", "1"])
+    assert result.exit_code in (0, 1), result.output  # 1: no plan the validator accepts
+    assert "policy search[rules+scripted]" in result.output and "by search" in result.output
+    assert " <-[" in result.output  # steps of the tree name their parent
+    bad = CliRunner().invoke(app, ["episode", "--task", "planbench/depots/instance-14", "--tasks",
+                                   "planbench:depots:20", "--policy", "search:width=0"])
+    assert bad.exit_code != 0 and "width='0': must be at least 1" in bad.output and "Traceback" not in bad.output
