@@ -98,6 +98,6 @@ def _is_spec_error(exc: BaseException) -> bool:
 
 # Errors that mean "what you asked for is wrong" (exit 2), by class name: the classes live in
 # every layer, and importing them all here would cost every command their imports.
-SPEC_ERRORS = frozenset({"PolicySpecError", "TaskSpecError", "SimSpecError", "BudgetError", "GenSetError",
+SPEC_ERRORS = frozenset({"SpecError", "PolicySpecError", "TaskSpecError", "SimSpecError", "BudgetError", "GenSetError",
                          "GeneratorError", "DatasetError", "EmptyDatasetError", "ManifestError", "PipelineError",
                          "LabelError", "LoopConfigError", "ConfigError", "KeyConfigError", "BadParameter"})

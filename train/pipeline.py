@@ -200,14 +200,14 @@ def run_policy(tasks: list[Task], spec: str, seeds: list[int], run_id: str, conc
 def calls_by_source(records: list[EpisodeRecord]) -> dict[str, float]:
     """Where an episode's LLM calls come from: the orchestrator's own, the LLM agents the rules
     layer chose, the LLM agents the policy chose, the final natural-language rendering."""
-    from rollout.core.agent_table import NATURAL_LANGUAGE_ID
+    from rollout.core.agent_table import AgentId
 
     out = {"orchestrator": 0.0, "agents chosen by rules": 0.0, "agents chosen by the policy": 0.0,
            "natural-language rendering": 0.0}
     for r in records:
         for s in r.steps:
-            agent_calls = 1 if s.llm_calls and s.agent_id in _LLM_AGENTS | {NATURAL_LANGUAGE_ID} else 0
-            if s.agent_id == NATURAL_LANGUAGE_ID and s.is_hardcoded:
+            agent_calls = 1 if s.llm_calls and s.agent_id in _LLM_AGENTS | {AgentId.NATURAL_LANGUAGE} else 0
+            if s.agent_id == AgentId.NATURAL_LANGUAGE and s.is_hardcoded:
                 out["natural-language rendering"] += agent_calls
             elif s.is_hardcoded:
                 out["agents chosen by rules"] += agent_calls

@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
 
         from rollout.loop.episode import EpisodeConfig, run_episodes
         from rollout.loop.report import HEADERS, format_markdown, parse_group_by, summarize, summarize_by, summary_row
-        from rollout.policies import PolicySpecError, make_policy
+        from rollout.policies import PolicySpecError, make_policy, split_policy_list
         from rollout.sim.runnable import sim_unrunnable
         from rollout.sim.spec import SimSpecError, is_sim_spec, sim_config_for, world_label
         from rollout.tasks import TaskSpecError, load_tasks
@@ -54,13 +54,7 @@ def register(app: typer.Typer) -> None:
             task_list = load_tasks(tasks)
             if (unrunnable := sim_unrunnable(task_list)) is not None:
                 raise ValueError(unrunnable)
-            specs: list[str] = []
-            for piece in (s.strip() for s in policy.split(",")):
-                # "key=value" continues the previous spec's parameters (teacher:model=sim,profile=stronger)
-                if specs and "=" in piece and ":" not in piece.split("=", 1)[0]:
-                    specs[-1] += "," + piece
-                elif piece:
-                    specs.append(piece)
+            specs = split_policy_list(policy)
             policies = {spec: make_policy(spec, seed=seed) for spec in specs}
             group_by = parse_group_by(by)
         except (TaskSpecError, PolicySpecError, ValueError) as exc:

@@ -44,6 +44,11 @@ class ChatBackend(Protocol):
     async def chat(self, messages: list[dict[str, str]], *, purpose: str) -> Any: ...
 
 
+class BackendMisconfigured(RuntimeError):
+    """A chat backend that cannot answer in this setting at all (not a failed call), e.g. the
+    simulated teacher outside its simulated world: callers end the episode with it, no fallback."""
+
+
 class SimulatedAgents(Protocol):
     """The simulated world's stand-in for LLM agents within one episode (rollout.sim)."""
 

@@ -34,13 +34,18 @@ class Decision:
     latency_ms: float = 0.0
     reason: str = ""
     policy_version: str = ""
-    # Free text for the dynamic agent's task profile (agent_id == DYNAMIC_AGENT_ID).
+    # Free text for the dynamic agent's task profile (agent_id == AgentId.DYNAMIC).
     dynamic_profile: str | None = None
     # What the decision itself cost (an LLM orchestrator such as the prompted teacher).
     llm_calls: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.agent_id, int) and type(self.agent_id) is not int:
+            # an AgentId: records, JSON and the model's labels carry the plain integer
+            object.__setattr__(self, "agent_id", int(self.agent_id))
 
     @property
     def agent_name(self) -> str:

@@ -80,7 +80,7 @@ def test_student_service_down_is_refused(tmp_path: Path) -> None:
                                                   ("scripted:noise=0.1,sed=2", "sed")])
 def test_unknown_policy_parameters_are_refused(tmp_path: Path, policy: str, unknown: str) -> None:
     result = halo("rollout", "--store", str(tmp_path), "--policy", policy, "--episodes", "2")
-    assert_one_line_error(result, EXIT_USAGE, f"unknown parameter(s) {unknown}", "known:")
+    assert_one_line_error(result, EXIT_USAGE, f"unknown parameter '{unknown}'", "known:")
     assert_nothing_stored(tmp_path)
 
 
