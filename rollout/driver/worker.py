@@ -292,8 +292,8 @@ class RolloutWorker:
             self._in_flight -= 1
 
     async def _episode(self, spec: EpisodeSpec) -> EpisodeRecord:
-        from rollout.loop.backends import SimAgents
         from rollout.loop.episode import EpisodeConfig, run_episode
+        from rollout.sim.backend import SimAgents
 
         s = self.setup
         # backend= is what run_episode uses; the other fields describe it for custom episode functions

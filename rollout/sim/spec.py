@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rollout.llm.spec import LLMSpec, is_sim_spec
-from rollout.loop.backends import SimAgents
+from rollout.sim.backend import SimAgents, sim_backend
 from rollout.sim.world import SimConfig
 from solvers.params import SpecError, keys_of, read_pairs, read_params
 
@@ -130,7 +130,7 @@ def read_llm_spec(spec: str) -> LLMSpec:
 
 
 def sim_agents(spec: LLMSpec, pool: int | None) -> SimAgents:
-    """The simulated world as an agent backend (rollout.loop.backends.AGENT_BACKENDS["sim"]); with a
+    """The simulated world as an agent backend (rollout.loop.backends.SPEC_BACKENDS["sim"]); with a
     base_url its calls' waits go over HTTP, on one client of `pool` connections."""
     from rollout.llm import LLMConfig, OpenAIChatClient
 
@@ -139,7 +139,7 @@ def sim_agents(spec: LLMSpec, pool: int | None) -> SimAgents:
     if sim.base_url is not None:
         transport = OpenAIChatClient(LLMConfig(base_url=sim.base_url, model=sim.model, max_concurrency=pool or 512,
                                                timeout_s=600.0, max_attempts=8))
-    return SimAgents(sim.config, transport=transport)
+    return sim_backend(sim.config, transport)
 
 
 def world_label(config: SimConfig) -> str:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rollout.llm import OpenAIChatClient
-from rollout.loop.backends import LLMAgents, SimAgents, agent_backend_for
+from rollout.loop.backends import LLMAgents, agent_backend_for
 from rollout.sim import SimConfig, SimWorld
+from rollout.sim.backend import SimAgents
 from rollout.sim.world import current_world
 from rollout.tasks import load_tasks
 
