@@ -2,8 +2,8 @@
 
 IDs 0-20 are the trained model's output vocabulary: never renumber. Code names an agent by its
 `AgentId` member (`AgentId.NOOP`, never 11); an AgentId is an int, so it compares, hashes and
-serialises as the integer, and records, JSON and the model's labels carry plain integers
-(`Decision` stores `int(agent_id)`). AGENTS maps an ID to the
+serialises as the integer, and records, JSON and the model's labels carry plain integers (a
+step record and `Decision.to_dict` store `int(agent_id)`). AGENTS maps an ID to the
 class that implements it, by "module:Class" string, loaded on first use. Table agents are
 registered from AGENT_TABLE below (the LLM agent classes are generated from it in
 rollout.agents.llm_agents); an agent outside the vocabulary (like the dynamic agent) is one

@@ -42,11 +42,6 @@ class Decision:
     tokens_out: int = 0
     cost_usd: float = 0.0
 
-    def __post_init__(self) -> None:
-        if isinstance(self.agent_id, int) and type(self.agent_id) is not int:
-            # an AgentId: records, JSON and the model's labels carry the plain integer
-            object.__setattr__(self, "agent_id", int(self.agent_id))
-
     @property
     def agent_name(self) -> str:
         return agent_name(self.agent_id)
@@ -57,6 +52,7 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in _DECISION_FIELDS}  # all scalars: no deep copy
+        data["agent_id"] = int(self.agent_id)  # an AgentId travels as the plain integer
         data["agent_name"] = self.agent_name
         return data
 

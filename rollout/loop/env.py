@@ -230,7 +230,7 @@ class RefinementEnv:
 def _step_record(step: int, state_json: str, decision: Decision, outcome: AgentOutcome, after: EpisodeState
                  ) -> StepRecord:
     return StepRecord(
-        step=step, state_json=state_json, agent_id=decision.agent_id, agent_name=decision.agent_name,
+        step=step, state_json=state_json, agent_id=int(decision.agent_id), agent_name=decision.agent_name,
         decided_by=decision.decided_by, is_hardcoded=decision.is_hardcoded, decision_reason=decision.reason,
         decision_latency_ms=decision.latency_ms, domain_after=after.domain, problem_after=after.problem,
         plan_after=after.plan, plan_found=after.plan_found, plan_valid=after.plan_valid,

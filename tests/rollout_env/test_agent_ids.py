@@ -13,10 +13,10 @@ from rollout.core.agent_table import AGENT_IDS, AGENT_TABLE, NUM_AGENTS, AgentId
 from rollout.core.decision import Decision
 from rollout.core.state import EpisodeState
 from rollout.core.trajectory import EpisodeRecord, episodes_to_table, table_to_episodes
-from rollout.loop.backends import SimAgents
 from rollout.loop.episode import EpisodeConfig, run_episode
 from rollout.policies import make_policy
 from rollout.sim import SimConfig
+from rollout.sim.backend import SimAgents
 from rollout.sim.faults import CATALOG
 from rollout.tasks import load_tasks
 
@@ -36,12 +36,14 @@ def test_the_ids_are_the_tables_rows_and_the_dynamic_agent() -> None:
     assert agent_name(AgentId.DYNAMIC) == "DynamicAgent" and agent_name(11) == "NoOpAgent"
 
 
-def test_a_decision_and_a_history_hold_plain_ints() -> None:
+def test_a_decision_travels_and_a_history_is_kept_as_plain_ints() -> None:
     decision = Decision(AgentId.NOOP, "rule")
-    assert type(decision.agent_id) is int and decision.agent_id == 11
-    assert type(replace(decision, agent_id=AgentId.DYNAMIC).agent_id) is int
-    assert json.dumps(decision.to_dict())  # and it round-trips as the same decision
-    assert Decision.from_dict(json.loads(json.dumps(decision.to_dict()))) == decision
+    assert decision.agent_id == 11 and decision.agent_name == "NoOpAgent"
+    wire = decision.to_dict()
+    assert type(wire["agent_id"]) is int
+    assert type(replace(decision, agent_id=AgentId.DYNAMIC).to_dict()["agent_id"]) is int
+    assert json.dumps(wire) == json.dumps({**wire, "agent_id": 11})
+    assert Decision.from_dict(json.loads(json.dumps(wire))) == decision
     history = EpisodeState("t", history=[2]).with_history(AgentId.SYNTAX_PDDL)
     assert history == [2, 9] and all(type(a) is int for a in history)
     assert repr(history) == "[2, 9]"  # trained features hash the history's text
