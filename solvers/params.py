@@ -12,7 +12,7 @@ Every problem is a `SpecError` (or the subclass the caller names), one line of o
 `<what> '<spec>': <problem> (known: <valid keys>)`, carrying the spec, the key and the valid keys.
 The owners of the specs (rollout.llm.spec, rollout.policies, rollout.tasks, rollout.sim.spec)
 build their typed specs with it. This module sits in the bottom layer, beside the shared Registry,
-so every layer can use it; it imports nothing of the project.
+so every layer can use it; it imports only the error hierarchy (solvers/errors.py).
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
+from solvers.errors import InputError
+
 P = TypeVar("P")
 E = TypeVar("E", bound="SpecError")
 
@@ -30,11 +32,11 @@ _TRUE = frozenset({"1", "true"})
 _FALSE = frozenset({"0", "false"})
 
 
-class SpecError(ValueError):
+class SpecError(InputError, ValueError):
     """A spec that cannot be read: which spec, which key, what is wrong, the valid keys.
 
-    Subclasses name the spec's owner (PolicySpecError, SimSpecError, TaskSpecError, ...); the
-    command line maps every one of them to exit code 2 with its one line.
+    Subclasses name the spec's owner (PolicySpecError, SimSpecError, TaskSpecError, ...); as
+    InputErrors the command line answers each with exit code 2 and its one line.
     """
 
     spec: str = ""

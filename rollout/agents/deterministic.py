@@ -32,6 +32,7 @@ from rollout.core.agent_table import AgentId
 from rollout.core.state import EpisodeState
 from rollout.pddl.model import PDDLParseError, Unsupported
 from rollout.pddl.state_space import Step, World, load_world, render_problem
+from solvers.errors import HaloError
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class RepairInput:
     limits: solvers.Limits
 
 
-class RepairFailed(Exception):
+class RepairFailed(HaloError):
     """The agent found no plan it can vouch for; the message says why."""
 
 

@@ -26,6 +26,7 @@ from rollout.agents.base import BackendMisconfigured, ChatBackend
 from rollout.core.agent_table import AGENT_TABLE, NUM_AGENTS, AgentId, agent_name
 from rollout.core.decision import Decision, Policy
 from rollout.core.state import EpisodeState
+from solvers.errors import HaloError
 from solvers.params import read_pairs, read_params
 from solvers.registry import Registry
 
@@ -52,7 +53,7 @@ _DYNAMIC_RE = re.compile(r"dynamic\s*agent\s*[:=\-]\s*(.+)", re.IGNORECASE | re.
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 
 
-class UnusableAnswer(ValueError):
+class UnusableAnswer(HaloError, ValueError):
     """The teacher's answer names no agent (message says what was wrong)."""
 
 
