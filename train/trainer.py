@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rollout.core.agent_table import AGENT_IDS
+from solvers.errors import HaloError
 from train.base_models import load_tokenizer, resolve_base_model
 from train.dataset import DatasetCard, DatasetError, read_split, tokenizer_fingerprint
 from train.encoder import ENCODER_VERSION, encode_state
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from train.train_worker import WorkerConfig
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(HaloError, RuntimeError):
     pass
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from cluster.commands.options import command, option
+from solvers.errors import count_handled
 
 if TYPE_CHECKING:
     from train.manifest import Manifest
@@ -135,7 +136,8 @@ def _plan_line(policy_class: str, artifact: Artifact, model: Model, schedule: Sc
     data = artifact.data
     try:
         examples = len(read_split(data, "train"))
-    except Exception:  # noqa: BLE001  (the training call reports a bad dataset itself)
+    except Exception as exc:  # noqa: BLE001  (the training call reports a bad dataset itself)
+        count_handled("halo train: plan line", exc)
         return f"training {policy_class} on {data}"
     if policy_class == "hashed_linear":
         return f"training the fast policy (hashed_linear) on {examples} examples from {data} (under a minute on a CPU)"
