@@ -29,7 +29,7 @@ import itertools
 import time
 from dataclasses import dataclass, field, replace
 
-from rollout.core.agent_table import NATURAL_LANGUAGE_ID, NOOP_ID
+from rollout.core.agent_table import AgentId
 from rollout.core.decision import Decision, Policy
 from rollout.core.state import EpisodeState
 from rollout.core.trajectory import StepRecord
@@ -185,13 +185,13 @@ async def ranked_children(prior: Policy, state: EpisodeState, width: int) -> lis
     a plan the validator accepts, and then the only one."""
     first = await prior.adecide(state)
     if state.plan_valid:
-        return [_as_search(first, 0, prior.name) if first.agent_id == NOOP_ID else
-                Decision(NOOP_ID, "rule", reason="validator accepted the plan")]
+        return [_as_search(first, 0, prior.name) if first.agent_id == AgentId.NOOP else
+                Decision(AgentId.NOOP, "rule", reason="validator accepted the plan")]
     ids: list[int] = [first.agent_id]
     for agent in _alternatives(prior, state):
         if len(ids) >= width:
             break
-        if agent not in ids and agent not in (NOOP_ID, NATURAL_LANGUAGE_ID):
+        if agent not in ids and agent not in (AgentId.NOOP, AgentId.NATURAL_LANGUAGE):
             ids.append(agent)
     out = [_as_search(first, 0, prior.name)]
     out += [Decision(a, "search", reason=f"search: the prior's rank {r + 1}") for r, a in enumerate(ids[1:], 1)]
@@ -313,7 +313,7 @@ class _Search:
         self._push(node)  # back in the frontier for its next child, if it has one
         env = node.env.fork(resample=branch)  # each child's calls are samples of their own
         env.activate()
-        if decision.agent_id == NOOP_ID and self.spec.checks:
+        if decision.agent_id == AgentId.NOOP and self.spec.checks:
             return await self._check(node, env, decision, branch)
         return await self._step(node.path, env, decision, branch)
 
