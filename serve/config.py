@@ -113,6 +113,18 @@ class ServeConfig:
     # Episodes gathered into one store commit (or whatever arrived within feedback_batch_wait_s).
     feedback_batch_size: int = 64
     feedback_batch_wait_s: float = 0.5
+    # Plan jobs (/v1/plans, serve/plan_runner.py): their store (empty: feedback_store; neither:
+    # /v1/plans answers 503), the agents' backend (sim[:...] needs a known task_id, or
+    # openai:MODEL@URL), the tasks a task_id may name, and the limits: jobs running at once,
+    # unfinished jobs in all (503 beyond) and per key (429 beyond), LLM spend per key and hour.
+    plan_store: str = ""
+    plan_llm: str = "sim"
+    plan_tasks: str = "bundled"
+    plan_max_running: int = 32
+    plan_max_jobs: int = 256
+    plan_max_jobs_per_key: int = 64
+    plan_usd_per_key_per_hour: float = 20.0
+    plan_run_id: str = "serve-plans"
     # How often replicas look for a new model version and report their metrics.
     sync_interval_s: float = 0.5
     registry_name: str = "halo-model-registry"
@@ -171,11 +183,24 @@ class ServeConfig:
         if min(self.feedback_episodes_per_hour, self.feedback_bytes_per_hour, self.feedback_batch_size) < 1 \
                 or self.feedback_batch_wait_s < 0:
             raise ConfigError("feedback quotas and feedback_batch_size must be positive")
+        self._validate_plans()
         if self.max_model_bytes < 1 or self.max_npz_inflated_bytes < 1:
             raise ConfigError("max_model_bytes and max_npz_inflated_bytes must be positive")
         self.key_ring()  # refuses short keys from every source
         self.model_source_roots()
         return self
+
+    def _validate_plans(self) -> None:
+        if min(self.plan_max_running, self.plan_max_jobs, self.plan_max_jobs_per_key) < 1:
+            raise ConfigError("plan_max_running, plan_max_jobs and plan_max_jobs_per_key must be at least 1")
+        if self.plan_usd_per_key_per_hour < 0:
+            raise ConfigError("plan_usd_per_key_per_hour must not be negative (0: no limit)")
+        from rollout.driver.worker import parse_llm_spec
+
+        try:
+            parse_llm_spec(self.plan_llm)
+        except ValueError as exc:
+            raise ConfigError(f"plan_llm: {exc}") from None
 
     def key_ring(self) -> KeyRing:
         """Decision, feedback and admin keys (config + comma-separated HALO_SERVE_API_KEYS,
