@@ -25,6 +25,8 @@ class RunningService:
     owns_serve: bool
     direct_ports: list[int] = field(default_factory=list)  # replicas' own HTTP servers (direct ingress)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per start-up phase
+    plan_runner: Any = None  # the plan jobs' runner actor (None without a plan store)
+    resumed_plans: int = 0  # unfinished plan jobs the runner resumed at start-up
 
     @property
     def host(self) -> str:
@@ -117,7 +119,23 @@ def start_service(config: ServeConfig, *, address: str | None = None, num_cpus: 
     direct = service.direct_url  # asks the registry and probes the ports: once
     if direct:
         wait_ready(direct, wait_ready_s)
+    service.plan_runner, service.resumed_plans = start_plan_runner(config, wait_ready_s)
     return service
+
+
+def start_plan_runner(config: ServeConfig, timeout_s: float) -> tuple[Any, int]:
+    """The plan runner, started now so that unfinished jobs resume without waiting for a request;
+    (None, 0) when the service has no plan store."""
+    import ray
+
+    from serve.plan_api import plan_settings
+    from serve.plan_runner import get_runner
+
+    settings = plan_settings(config)
+    if settings is None:
+        return None, 0
+    runner = get_runner(settings, config.registry_namespace)
+    return runner, ray.get(runner.ready.remote(), timeout=timeout_s)
 
 
 def wait_direct_ports(registry: Any, config: ServeConfig, timeout_s: float) -> list[int]:
@@ -193,6 +211,9 @@ def stop_service(service: RunningService) -> None:
     finally:
         with contextlib.suppress(Exception):
             ray.kill(service.registry)
+        if service.plan_runner is not None:  # its unfinished jobs resume in the next service's runner
+            with contextlib.suppress(Exception):
+                ray.kill(service.plan_runner)
         if service.owns_serve:
             serve.shutdown()
         if service.owns_ray:

@@ -72,8 +72,8 @@ class PlanFrontend:
         if self.settings is None:
             return _error(503, "plans_disabled", "the service has no plan_store (or feedback_store) configured",
                           scope_state=state)
-        return _error(503, "unavailable", "the plan runner did not answer; retry", retry_after=self.config.retry_after_s,
-                      scope_state=state)
+        return _error(503, "unavailable", "the plan runner did not answer; retry",
+                      retry_after=self.config.retry_after_s, scope_state=state)
 
     async def create(self, body: PlanIn, key_name: str, idempotency_key: str | None,
                      state: dict[str, Any]) -> Response:

@@ -69,8 +69,10 @@ class PlanStore:
     def all_jobs(self) -> list[dict[str, Any]]:
         return [json.loads(data) for data in self.store.blobs.read_all(JOBS_DIR, ".json")]
 
-    def write_step(self, job_id: str, record: StepRecord, checkpoint: dict[str, Any] | None) -> None:
-        doc = {"record": asdict(record), "checkpoint": checkpoint}
+    def write_step(self, job_id: str, record: StepRecord, checkpoint: dict[str, Any] | None,
+                   incarnation: str = "") -> None:
+        """Step `record.step` of the job (incarnation: the runner that ran it)."""
+        doc = {"record": asdict(record), "checkpoint": checkpoint, "runner": incarnation, "written_at": time.time()}
         self.store.put_bytes(f"{STEPS_DIR}/{job_id}/{record.step:05d}.json", json.dumps(doc).encode())
 
     def read_steps(self, job_id: str) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ runner (after a restart) resumes every unfinished job from its last committed st
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -154,10 +155,8 @@ class PlanRunner:
             return None
         if len(job["steps"]) == known_steps and job["status"] == known_status and job["status"] not in TERMINAL:
             changed = self._changed.setdefault(job_id, asyncio.Event())
-            try:
+            with contextlib.suppress(TimeoutError):  # nothing changed: the caller sends a keep-alive
                 await asyncio.wait_for(changed.wait(), timeout_s)
-            except TimeoutError:
-                pass
         return public_view(job)
 
     async def cancel(self, job_id: str, key_name: str) -> dict[str, Any] | None:
@@ -283,7 +282,8 @@ class PlanRunner:
                             started: float) -> None:
         """Make the steps durable (their checkpoint last), then show them."""
         for i, record in enumerate(new):
-            await asyncio.to_thread(self.store.write_step, job["id"], record, checkpoint if i == len(new) - 1 else None)
+            await asyncio.to_thread(self.store.write_step, job["id"], record,
+                                    checkpoint if i == len(new) - 1 else None, self.incarnation)
         job["steps"].extend(step_summary(r) for r in new)
         last = EpisodeState.from_json(checkpoint["state_json"])
         job["domain"], job["problem"] = new[-1].domain_after or last.domain, new[-1].problem_after or last.problem
