@@ -242,6 +242,7 @@ class DecisionService:
         keys.on_problem = lambda problem: self.metrics.inc("halo_serve_key_file_problems", (problem,))
         self.guard = GuardSettings(keys, c.max_body_bytes, c.metrics_public, observe=self._observe,
                                    body_timeout_s=c.body_timeout_s, max_inflight_per_client=c.max_inflight_per_client,
+                                   max_uploads_per_address=c.max_uploads_per_address,
                                    rate_limit_rps=c.rate_limit_rps, rate_limit_burst=c.rate_limit_burst,
                                    cost_limit_s_per_s=c.cost_limit_s_per_s, cost_limit_burst_s=c.cost_limit_burst_s,
                                    bind_host=c.host)
@@ -276,7 +277,7 @@ class DecisionService:
                                      max_in_flight=c.fast_ingress_max_in_flight, retry_after_s=c.retry_after_s,
                                      timeout_keep_alive_s=c.keep_alive_timeout_s, route_prefix=c.route_prefix,
                                      on_shed=lambda path: self._observe(path, 503, 0.0, "overloaded"),
-                                     header_timeout_s=c.header_timeout_s)
+                                     header_timeout_s=c.header_timeout_s, shared_port=c.fast_port)
         self._stop = threading.Event()
         self._sync_thread = threading.Thread(target=self._sync_loop, name="halo-model-sync", daemon=True)
         self._sync_thread.start()

@@ -98,6 +98,9 @@ class ServeConfig:
     header_timeout_s: float = 10.0  # the fast ingress closes a connection whose headers do not arrive in time
     keep_alive_timeout_s: float = 5.0
     max_inflight_per_client: int = 16
+    # Bodies one address may be sending at once (stalled uploads are bounded by this and
+    # body_timeout_s; they do not count against their key's max_inflight_per_client).
+    max_uploads_per_address: int = 1024
     max_body_bytes: int = 1_048_576
     max_batch_states: int = 256
     metrics_public: bool = True
@@ -143,6 +146,11 @@ class ServeConfig:
     # without Serve's per-request machinery. Its port is what `direct_urls()` and the k8s Service
     # halo-decide-direct point at; at most fast_ingress_max_in_flight requests at once (503 above).
     fast_ingress: bool = True
+    # The one URL: when set, every replica's fast ingress listens on this port of `host`
+    # (SO_REUSEPORT: replicas on one machine share it, the kernel spreads connections, no proxy
+    # hop); `halo serve --port` sets it and moves Serve's proxy to `port` = --proxy-port. 0: each
+    # replica takes a port of fast_ingress_min_port..fast_ingress_max_port.
+    fast_port: int = 0
     fast_ingress_min_port: int = 33000
     fast_ingress_max_port: int = 33999
     fast_ingress_max_in_flight: int = 512
@@ -171,11 +179,13 @@ class ServeConfig:
             if not isinstance(getattr(self, name), list) or any(not isinstance(k, str) for k in getattr(self, name)):
                 raise ConfigError(f"{name}: a list of strings")
         if min(self.body_timeout_s, self.header_timeout_s, self.keep_alive_timeout_s) <= 0 \
-                or self.max_inflight_per_client < 1:
+                or min(self.max_inflight_per_client, self.max_uploads_per_address) < 1:
             raise ConfigError("body_timeout_s, header_timeout_s, keep_alive_timeout_s and max_inflight_per_client "
                               "must be positive")
         if not 0 < self.fast_ingress_min_port <= self.fast_ingress_max_port < 65536:
             raise ConfigError("fast_ingress_min_port..fast_ingress_max_port: a range of TCP ports")
+        if not 0 <= self.fast_port < 65536 or self.fast_port and self.fast_port == self.port:
+            raise ConfigError("fast_port: a TCP port other than `port` (Serve's proxy), or 0")
         if self.fast_ingress_max_in_flight < 1:
             raise ConfigError("fast_ingress_max_in_flight: must be at least 1")
         if min(self.rate_limit_rps, self.rate_limit_burst, self.cost_limit_s_per_s, self.cost_limit_burst_s) < 0:

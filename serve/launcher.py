@@ -38,6 +38,14 @@ class RunningService:
         return f"http://{self.host}:{self.config.port}{self.config.route_prefix.rstrip('/')}"
 
     @property
+    def fast_url(self) -> str:
+        """The one URL to call: the replicas' shared fast-ingress port when `fast_port` is set,
+        else the first replica's own port, else Serve's proxy."""
+        if self.config.fast_port and self.config.fast_ingress:
+            return f"http://{self.host}:{self.config.fast_port}{self.config.route_prefix.rstrip('/')}"
+        return self.direct_url or self.url
+
+    @property
     def direct_url(self) -> str:
         """The first live replica's own server: the fast path, no proxy hop ("" when direct ingress
         is off). Asked of the registry each time: a replaced replica listens on a new port."""
@@ -148,11 +156,11 @@ def wait_direct_ports(registry: Any, config: ServeConfig, timeout_s: float) -> l
     deadline = time.monotonic() + timeout_s
     ports: list[int] = []
     while time.monotonic() < deadline:
-        ports = live_direct_ports(registry)
+        ports = live_direct_ports(registry, distinct=False)  # replicas sharing fast_port report one port
         if len(ports) >= want:
-            return ports
+            return sorted(set(ports))
         time.sleep(0.2)
-    return ports
+    return sorted(set(ports))
 
 
 def accepts_connection(host: str, port: int) -> bool:
@@ -165,11 +173,13 @@ def accepts_connection(host: str, port: int) -> bool:
         return False
 
 
-def live_direct_ports(registry: Any) -> list[int]:
+def live_direct_ports(registry: Any, distinct: bool = True) -> list[int]:
+    """The live replicas' direct-ingress ports (one per replica when not `distinct`)."""
     import ray
 
     replicas = ray.get(registry.status.remote(), timeout=10)["replicas"]
-    return sorted({r["direct_port"] for r in replicas.values() if r.get("alive") and r.get("direct_port")})
+    ports = [r["direct_port"] for r in replicas.values() if r.get("alive") and r.get("direct_port")]
+    return sorted(set(ports)) if distinct else ports
 
 
 def target_model(config: ServeConfig, manifest: Any, *, replace: bool) -> Any:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from serve.config import ServeConfig
 
 
 def register(app: typer.Typer) -> None:
@@ -12,7 +16,11 @@ def register(app: typer.Typer) -> None:
     def serve(
         model: str = typer.Option(None, "--model", help="model directory or store URL (s3://) with manifest.json"),
         host: str = typer.Option(None, help="listen address (default 127.0.0.1)"),
-        port: int = typer.Option(None, help="listen port (default 8000)"),
+        port: int = typer.Option(None, help="the service's one URL: every replica's fast ingress (default 8000)"),
+        proxy_port: int = typer.Option(None, "--proxy-port",
+                                       help="Ray Serve's proxy, kept for compatibility (default: port + 1)"),
+        plan_llm: str = typer.Option(None, "--plan-llm", help="agents of /v1/plans jobs: sim[:...] (a known "
+                                                              "task_id) or openai:MODEL@URL"),
         address: str = typer.Option(None, help="join this Ray cluster instead of starting Ray in-process"),
         config: Path = typer.Option(None, "--config", exists=True, dir_okay=False, help="serve.yaml"),
         num_cpus: int = typer.Option(2, help="CPUs for the in-process Ray"),
@@ -37,8 +45,8 @@ def register(app: typer.Typer) -> None:
         from train.manifest import ManifestError
 
         try:
-            cfg = ServeConfig.load(config, model=model, host=host, port=port, runtime=runtime, num_replicas=replicas,
-                                  insecure=insecure)
+            cfg = one_url(ServeConfig.load(config, model=model, host=host, runtime=runtime, num_replicas=replicas,
+                                           insecure=insecure, plan_llm=plan_llm), port, proxy_port)
             if not cfg.model:
                 raise ConfigError("no model: pass --model or set `model:` in the config")
             if str(cfg.model).startswith(("s3://", "s3a://")):
@@ -58,14 +66,15 @@ def register(app: typer.Typer) -> None:
         try:
             import httpx
 
-            ready = httpx.get(f"{service.url}/readyz", timeout=10).json()
+            url = service.fast_url
+            ready = httpx.get(f"{url}/readyz", timeout=10).json()
             if os.environ.get("HALO_SERVE_TIMINGS") == "1":
                 typer.echo("start-up: " + ", ".join(f"{k} {v:.1f}s" for k, v in service.timings.items()), err=True)
             typer.echo(f"serving {ready['name']} version {ready['version']} ({ready['policy_class']}, "
-                       f"runtime {ready['runtime']}) at {service.url}")
-            typer.echo(f"  POST {service.url}/v1/decide   docs: {service.url}/docs   metrics: {service.url}/metrics")
-            if service.direct_url:
-                typer.echo(f"  direct ingress (the fast path, no proxy hop): {service.direct_url}")
+                       f"runtime {ready['runtime']}) at {url}")
+            typer.echo(f"  POST {url}/v1/decide   POST {url}/v1/plans   docs: {url}/docs   metrics: {url}/metrics")
+            if url != service.url:
+                typer.echo(f"  Ray Serve's proxy (compatibility; slower): {service.url}")
             if cfg.key_ring().enabled:
                 typer.echo("  API keys required (Authorization: Bearer KEY); admin routes need an admin key")
             while not stop.wait(0.5):
@@ -76,3 +85,15 @@ def register(app: typer.Typer) -> None:
             stop_service(service)
             if os.environ.get("HALO_SERVE_TIMINGS") == "1":
                 typer.echo(f"stopped in {time.monotonic() - t0:.1f}s", err=True)
+
+
+def one_url(cfg: ServeConfig, port: int | None, proxy_port: int | None) -> ServeConfig:
+    """`--port` is the replicas' shared fast ingress (the URL printed first); Serve's proxy moves to
+    `--proxy-port` (default port + 1). With the fast ingress off, `--port` is the proxy's, as before."""
+    from dataclasses import replace
+
+    if not cfg.fast_ingress:
+        return replace(cfg, port=port or cfg.port).validate()
+    fast = port or cfg.fast_port or cfg.port
+    proxy = proxy_port or (cfg.port if cfg.port != fast else fast + 1)
+    return replace(cfg, fast_port=fast, port=proxy).validate()
