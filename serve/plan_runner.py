@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import time
 import uuid
 from collections import deque
@@ -51,6 +52,8 @@ class PlanSettings:
     feedback_run_id: str = "serve-plans"
     solver_timeout_s: float = 20.0
     solver_memory_mb: int = 1024
+    # The runner and its solver processes yield the CPU to the replicas' decisions (os.nice).
+    nice: int = 19
 
 
 def runner_name(app_name: str) -> str:
@@ -69,6 +72,8 @@ class JobRefused(Exception):
 class PlanRunner:
     def __init__(self, settings: PlanSettings) -> None:
         self.settings = settings
+        if settings.nice > 0:  # this actor's own process: the solvers it starts inherit it
+            os.nice(settings.nice)
         self.store = PlanStore(settings.store_url)
         self.incarnation = uuid.uuid4().hex[:12]
         self.jobs: dict[str, dict[str, Any]] = {}  # unfinished jobs, and finished ones once read

@@ -1,0 +1,188 @@
+"""Plan jobs under load: `python benchmarks/serve.py --plans [--jobs 200] [--latency-ms 2500]`.
+
+One service (2 replicas on the one URL, a plan store in a temporary directory, the simulated
+agents sleeping their latency in real time: `sim:realtime=1`, the real planner and validator in
+the sandbox). First /v1/decide alone: a probe sends one decision every --probe-gap-ms for
+--probe-s seconds (the baseline: half before the jobs, half after). Meanwhile --jobs plan jobs are submitted at once and followed to
+their end while the same probe runs. Reported: jobs/s (jobs over the wall time from the first
+submission to the last end), outcomes, LLM calls and dollars against the jobs' budgets, the
+runner's LLM gate (calls, tokens). Targets (95% bounds, benchmarks/bounds.py):
+1. /v1/decide p99 during the plan jobs <= 2x its p99 without them (bootstrap upper bound)
+2. every job ends (succeeded or failed, none stuck) within --deadline-s, and no answer is a 5xx
+Simulated-world figures (llm_backend=sim), never mixed with real-LLM ones. Exit 1 on a miss.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks.bounds import quantile, ratio_upper
+from benchmarks.http_load import Conn
+
+TASKS = [f"planbench/blocksworld/instance-{i}" for i in range(2, 10)]
+BUDGET = {"max_steps": 8, "max_llm_calls": 20, "max_usd": 1.0, "max_seconds": 600.0}
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--plans", action="store_true", help="(selects this run from benchmarks/serve.py)")
+    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--latency-ms", type=float, default=2500.0, help="median simulated LLM latency (real time)")
+    parser.add_argument("--probe-s", type=float, default=20.0, help="baseline probe duration")
+    parser.add_argument("--probe-gap-ms", type=float, default=20.0)
+    parser.add_argument("--deadline-s", type=float, default=600.0)
+    parser.add_argument("--replicas", type=int, default=2)
+    parser.add_argument("--num-cpus", type=int, default=2)
+    parser.add_argument("--json", action="store_true")
+    return parser.parse_args()
+
+
+def start(args: argparse.Namespace, work: Path) -> Any:
+    from benchmarks.serve import free_port, training_episodes
+    from serve.config import ServeConfig
+    from serve.launcher import start_service
+    from train.fast_policy import train_fast_policy
+
+    train_fast_policy(training_episodes(), work / "fast", name="bench-fast")
+    cfg = ServeConfig(model=str(work / "fast"), port=free_port(), fast_port=free_port(), app_name="bench-plans",
+                      num_replicas=args.replicas, replica_num_cpus=0, registry_name="reg-bench-plans",
+                      plan_store=str(work / "store"), plan_llm=f"sim:realtime=1,latency_ms={args.latency_ms:g}",
+                      plan_max_running=args.jobs, plan_max_jobs=max(256, args.jobs),
+                      plan_max_jobs_per_key=max(256, args.jobs), max_inflight_per_client=1024,
+                      max_ongoing_requests=256, max_queued_requests=2048)
+    return start_service(cfg, num_cpus=args.num_cpus)
+
+
+async def probe(host: str, port: int, gap_s: float, stop: asyncio.Event, out: list[float]) -> int:
+    """One /v1/decide at a time, every gap_s, until `stop`; milliseconds into `out`; returns non-200s."""
+    from benchmarks.serve import model_state
+
+    conn, errors, i = Conn(host, port), 0, 0
+    try:
+        while not stop.is_set():
+            body = json.dumps(model_state(i).to_dict()).encode()
+            t0 = time.perf_counter()
+            status, _ = await conn.post("/v1/decide", body)
+            out.append((time.perf_counter() - t0) * 1000.0)
+            errors += status != 200
+            i += 1
+            await asyncio.sleep(gap_s)
+    finally:
+        conn.close()
+    return errors
+
+
+async def run_jobs(url: str, n: int, deadline_s: float) -> tuple[dict[str, dict[str, Any]], float, int]:
+    """Submit n jobs at once, follow them (each polled every 3 s) to their end: (final jobs, seconds, 5xx count)."""
+    bodies = [{"task_description": "Arrange the blocks as the task says.", "task_id": TASKS[i % len(TASKS)],
+               "seed": i // len(TASKS), "budget": BUDGET} for i in range(n)]
+    server_errors = 0
+    limits = httpx.Limits(max_connections=64)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+        t0 = time.monotonic()
+        created = await asyncio.gather(*(client.post("/v1/plans", json=b, headers={"Idempotency-Key": f"bench-{i}"})
+                                         for i, b in enumerate(bodies)))
+        server_errors += sum(r.status_code >= 500 for r in created)
+        ids = [r.json()["id"] for r in created if r.status_code == 202]
+        finals: dict[str, dict[str, Any]] = {}
+        while len(finals) < len(ids) and time.monotonic() - t0 < deadline_s:
+            await asyncio.sleep(3.0)
+            pending = [j for j in ids if j not in finals]
+            answers = await asyncio.gather(*(client.get(f"/v1/plans/{j}") for j in pending))
+            server_errors += sum(r.status_code >= 500 for r in answers)
+            for r in answers:
+                if r.status_code == 200 and r.json()["status"] in ("succeeded", "failed", "cancelled"):
+                    finals[r.json()["id"]] = r.json()
+        return finals, time.monotonic() - t0, server_errors + (n - len(ids))
+
+
+async def probe_for(host: str, port: int, gap_s: float, seconds: float, out: list[float]) -> int:
+    stop = asyncio.Event()
+    probing = asyncio.create_task(probe(host, port, gap_s, stop, out))
+    await asyncio.sleep(seconds)
+    stop.set()
+    return await probing
+
+
+async def measure(args: argparse.Namespace, svc: Any) -> dict[str, Any]:
+    """The baseline (half before the jobs, half after: background drift hits both sides), and the
+    probe while the jobs run."""
+    from urllib.parse import urlparse
+
+    u = urlparse(svc.fast_url)
+    host, port, gap = u.hostname or "127.0.0.1", u.port or 80, args.probe_gap_ms / 1000
+    base: list[float] = []
+    errors = await probe_for(host, port, gap, args.probe_s / 2, base)
+    during: list[float] = []
+    stop = asyncio.Event()
+    probing = asyncio.create_task(probe(host, port, gap, stop, during))
+    finals, seconds, server_errors = await run_jobs(svc.fast_url, args.jobs, args.deadline_s)
+    stop.set()
+    errors += await probing
+    errors += await probe_for(host, port, gap, args.probe_s / 2, base)
+    return {"base": base, "during": during, "finals": finals, "seconds": seconds,
+            "server_errors": server_errors, "probe_errors": errors}
+
+
+def report(args: argparse.Namespace, m: dict[str, Any], gate: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    finals = list(m["finals"].values())
+    outcomes = {s: sum(j["status"] == s for j in finals) for s in ("succeeded", "failed", "cancelled")}
+    calls, usd = sum(j["llm_calls"] for j in finals), sum(j["cost_usd"] for j in finals)
+    p99_x = ratio_upper(m["during"], m["base"], 0.99)
+    figures = {
+        "jobs": args.jobs, "ended": len(finals), "outcomes": outcomes, "seconds": round(m["seconds"], 1),
+        "jobs_per_s": round(len(finals) / m["seconds"], 3) if m["seconds"] else 0.0,
+        "validated": sum(bool(j["validated"]) for j in finals),
+        "llm_calls": calls, "llm_calls_budget": args.jobs * BUDGET["max_llm_calls"],
+        "cost_usd": round(usd, 4), "usd_budget": args.jobs * BUDGET["max_usd"], "llm_gate": gate,
+        "decide_ms": {"base_p50": quantile(m["base"], 0.5), "base_p99": quantile(m["base"], 0.99),
+                      "during_p50": quantile(m["during"], 0.5), "during_p99": quantile(m["during"], 0.99),
+                      "base_n": len(m["base"]), "during_n": len(m["during"])},
+        "p99_ratio_upper": round(p99_x, 3), "server_errors": m["server_errors"], "probe_errors": m["probe_errors"]}
+    checks = {"decide p99 during plans <= 2x without (95% upper bound)": p99_x <= 2.0,
+              f"all {args.jobs} jobs end within {args.deadline_s:g} s": len(finals) == args.jobs,
+              "no 5xx and no failed probe": m["server_errors"] == 0 and m["probe_errors"] == 0}
+    return figures, [name for name, ok in checks.items() if not ok]
+
+
+def print_report(figures: dict[str, Any], missed: list[str]) -> None:
+    d = figures["decide_ms"]
+    print(f"\nPlan jobs under load (simulated world, real-time LLM latency; {figures['jobs']} jobs)\n")
+    print(f"jobs ended {figures['ended']}/{figures['jobs']} in {figures['seconds']} s: "
+          f"{figures['jobs_per_s']} jobs/s; outcomes {figures['outcomes']}; validated plans {figures['validated']}")
+    print(f"LLM calls {figures['llm_calls']} of {figures['llm_calls_budget']} budgeted "
+          f"({100 * figures['llm_calls'] / max(1, figures['llm_calls_budget']):.1f}%); "
+          f"${figures['cost_usd']} of ${figures['usd_budget']:g}; runner gate {figures['llm_gate']}")
+    print(f"/v1/decide without plans: p50 {d['base_p50']:.2f} ms, p99 {d['base_p99']:.2f} ms (n={d['base_n']}); "
+          f"during: p50 {d['during_p50']:.2f} ms, p99 {d['during_p99']:.2f} ms (n={d['during_n']})")
+    print(f"p99 ratio, 95% upper bound: {figures['p99_ratio_upper']}x (target <= 2x); "
+          f"5xx: {figures['server_errors']}, probe errors: {figures['probe_errors']}")
+    print("\nall targets met" if not missed else "\nmissed: " + "; ".join(missed))
+
+
+def main() -> int:
+    import ray
+    from ray import serve
+
+    args = parse_args()
+    work = Path(tempfile.mkdtemp(prefix="halo-bench-plans-"))
+    svc = start(args, work)
+    try:
+        m = asyncio.run(measure(args, svc))
+        gate = ray.get(svc.plan_runner.stats.remote(), timeout=30)
+        figures, missed = report(args, m, gate)
+        print_report(figures, missed)
+        if args.json:
+            print(json.dumps({**figures, "missed": missed, "passed": not missed}, default=str))
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+    return 0 if not missed else 1
