@@ -6,7 +6,8 @@ the sandbox). First /v1/decide alone: a probe sends one decision every --probe-g
 --probe-s seconds (the baseline: half before the jobs, half after). Between the two halves
 --jobs plan jobs are submitted at once and followed to their end while the same probe runs.
 Reported: jobs/s (jobs over the wall time from the first submission to the last end), outcomes,
-LLM calls and dollars against the jobs' budgets, the runner's LLM gate (calls, tokens). Targets (95% bounds, benchmarks/bounds.py):
+LLM calls and dollars against the jobs' budgets, the runner's LLM gate (calls, tokens).
+Targets (95% bounds, benchmarks/bounds.py):
 1. /v1/decide p99 during the plan jobs <= 2x its p99 without them (bootstrap upper bound)
 2. every job ends (succeeded or failed, none stuck) within --deadline-s, and no answer is a 5xx
 Simulated-world figures (llm_backend=sim), never mixed with real-LLM ones. Exit 1 on a miss.
