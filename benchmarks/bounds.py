@@ -18,6 +18,9 @@ _T95 = {1: 6.314, 2: 2.920, 3: 2.353, 4: 2.132, 5: 2.015, 6: 1.943, 7: 1.895, 8:
 
 
 def quantile(values: list[float], q: float) -> float:
+    """The q-quantile (nearest rank); NaN for no values."""
+    if not values:
+        return math.nan
     s = sorted(values)
     return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
 
