@@ -40,6 +40,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--probe-s", type=float, default=20.0, help="baseline probe duration")
     parser.add_argument("--probe-gap-ms", type=float, default=20.0)
     parser.add_argument("--deadline-s", type=float, default=600.0)
+    parser.add_argument("--submit-rate", type=float, default=100.0, help="job submissions per second")
+    parser.add_argument("--poll-s", type=float, default=3.0, help="how often each job is polled")
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--num-cpus", type=int, default=2)
     parser.add_argument("--json", action="store_true")
@@ -81,28 +83,47 @@ async def probe(host: str, port: int, gap_s: float, stop: asyncio.Event, out: li
     return errors
 
 
-async def run_jobs(url: str, n: int, deadline_s: float) -> tuple[dict[str, dict[str, Any]], float, int]:
-    """Submit n jobs at once, follow them (each polled every 3 s) to their end: (final jobs, seconds, 5xx count)."""
+async def submit_all(client: httpx.AsyncClient, n: int, rate_per_s: float) -> tuple[list[str], int]:
+    """n jobs, submitted at `rate_per_s` (their clients arrive over a few seconds; every job still
+    runs alongside the others): (job IDs, failed submissions)."""
     bodies = [{"task_description": "Arrange the blocks as the task says.", "task_id": TASKS[i % len(TASKS)],
                "seed": i // len(TASKS), "budget": BUDGET} for i in range(n)]
+
+    async def one(i: int) -> httpx.Response:
+        await asyncio.sleep(i / rate_per_s)
+        return await client.post("/v1/plans", json=bodies[i], headers={"Idempotency-Key": f"bench-{i}"})
+
+    created = await asyncio.gather(*(one(i) for i in range(n)))
+    ids = [r.json()["id"] for r in created if r.status_code == 202]
+    return ids, n - len(ids)
+
+
+async def follow(client: httpx.AsyncClient, ids: list[str], period_s: float, deadline: float
+                 ) -> tuple[dict[str, dict[str, Any]], int]:
+    """Each job polled once per period_s, the polls spread evenly over the period (independent
+    clients, not one burst): (final jobs, 5xx answers)."""
+    finals: dict[str, dict[str, Any]] = {}
     server_errors = 0
-    limits = httpx.Limits(max_connections=64)
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+    while len(finals) < len(ids) and time.monotonic() < deadline:
+        pending = [j for j in ids if j not in finals]
+        gap = period_s / len(pending)
+        for job_id in pending:
+            t0 = time.monotonic()
+            r = await client.get(f"/v1/plans/{job_id}")
+            server_errors += r.status_code >= 500
+            if r.status_code == 200 and r.json()["status"] in ("succeeded", "failed", "cancelled"):
+                finals[job_id] = r.json()
+            await asyncio.sleep(max(0.0, gap - (time.monotonic() - t0)))
+    return finals, server_errors
+
+
+async def run_jobs(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], float, int]:
+    """Submit the jobs, follow them to their end: (final jobs, seconds, 5xx answers + failed submissions)."""
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=httpx.Limits(max_connections=32)) as client:
         t0 = time.monotonic()
-        created = await asyncio.gather(*(client.post("/v1/plans", json=b, headers={"Idempotency-Key": f"bench-{i}"})
-                                         for i, b in enumerate(bodies)))
-        server_errors += sum(r.status_code >= 500 for r in created)
-        ids = [r.json()["id"] for r in created if r.status_code == 202]
-        finals: dict[str, dict[str, Any]] = {}
-        while len(finals) < len(ids) and time.monotonic() - t0 < deadline_s:
-            await asyncio.sleep(3.0)
-            pending = [j for j in ids if j not in finals]
-            answers = await asyncio.gather(*(client.get(f"/v1/plans/{j}") for j in pending))
-            server_errors += sum(r.status_code >= 500 for r in answers)
-            for r in answers:
-                if r.status_code == 200 and r.json()["status"] in ("succeeded", "failed", "cancelled"):
-                    finals[r.json()["id"]] = r.json()
-        return finals, time.monotonic() - t0, server_errors + (n - len(ids))
+        ids, refused = await submit_all(client, args.jobs, args.submit_rate)
+        finals, server_errors = await follow(client, ids, args.poll_s, t0 + args.deadline_s)
+        return finals, time.monotonic() - t0, server_errors + refused
 
 
 async def probe_for(host: str, port: int, gap_s: float, seconds: float, out: list[float]) -> int:
@@ -125,7 +146,7 @@ async def measure(args: argparse.Namespace, svc: Any) -> dict[str, Any]:
     during: list[float] = []
     stop = asyncio.Event()
     probing = asyncio.create_task(probe(host, port, gap, stop, during))
-    finals, seconds, server_errors = await run_jobs(svc.fast_url, args.jobs, args.deadline_s)
+    finals, seconds, server_errors = await run_jobs(svc.fast_url, args)
     stop.set()
     errors += await probing
     errors += await probe_for(host, port, gap, args.probe_s / 2, base)

@@ -281,6 +281,7 @@ class DecisionService:
         self._stop = threading.Event()
         self._sync_thread = threading.Thread(target=self._sync_loop, name="halo-model-sync", daemon=True)
         self._sync_thread.start()
+        self._plans.wake()
 
     # -- model versions ---------------------------------------------------------------------------
 

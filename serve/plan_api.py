@@ -58,6 +58,12 @@ class PlanFrontend:
         self.settings = plan_settings(config)
         self._runner: Any = None
 
+    def wake(self) -> None:
+        """Ask the runner to start (a fresh cluster's runner resumes unfinished jobs at once, not at
+        the first plan request); fire and forget."""
+        if self.settings is not None:
+            self.runner().ready.remote()
+
     def runner(self) -> Any:
         if self._runner is None and self.settings is not None:
             self._runner = get_runner(self.settings, self.config.registry_namespace)

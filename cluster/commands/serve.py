@@ -9,6 +9,7 @@ import typer
 
 if TYPE_CHECKING:
     from serve.config import ServeConfig
+    from serve.launcher import RunningService
 
 
 def register(app: typer.Typer) -> None:
@@ -64,19 +65,9 @@ def register(app: typer.Typer) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
         try:
-            import httpx
-
-            url = service.fast_url
-            ready = httpx.get(f"{url}/readyz", timeout=10).json()
             if os.environ.get("HALO_SERVE_TIMINGS") == "1":
                 typer.echo("start-up: " + ", ".join(f"{k} {v:.1f}s" for k, v in service.timings.items()), err=True)
-            typer.echo(f"serving {ready['name']} version {ready['version']} ({ready['policy_class']}, "
-                       f"runtime {ready['runtime']}) at {url}")
-            typer.echo(f"  POST {url}/v1/decide   POST {url}/v1/plans   docs: {url}/docs   metrics: {url}/metrics")
-            if url != service.url:
-                typer.echo(f"  Ray Serve's proxy (compatibility; slower): {service.url}")
-            if cfg.key_ring().enabled:
-                typer.echo("  API keys required (Authorization: Bearer KEY); admin routes need an admin key")
+            announce(service, cfg.key_ring().enabled)
             while not stop.wait(0.5):
                 pass
         finally:
@@ -97,3 +88,18 @@ def one_url(cfg: ServeConfig, port: int | None, proxy_port: int | None) -> Serve
     fast = port or cfg.fast_port or cfg.port
     proxy = proxy_port or (cfg.port if cfg.port != fast else fast + 1)
     return replace(cfg, fast_port=fast, port=proxy).validate()
+
+
+def announce(service: RunningService, keys_on: bool) -> None:
+    """What `halo serve` prints: the one URL first (the replicas' fast ingress), then Serve's proxy."""
+    import httpx
+
+    url = service.fast_url
+    ready = httpx.get(f"{url}/readyz", timeout=10).json()
+    typer.echo(f"serving {ready['name']} version {ready['version']} ({ready['policy_class']}, "
+               f"runtime {ready['runtime']}) at {url}")
+    typer.echo(f"  POST {url}/v1/decide   POST {url}/v1/plans   docs: {url}/docs   metrics: {url}/metrics")
+    if url != service.url:
+        typer.echo(f"  Ray Serve's proxy (compatibility; slower): {service.url}")
+    if keys_on:
+        typer.echo("  API keys required (Authorization: Bearer KEY); admin routes need an admin key")
