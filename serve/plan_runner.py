@@ -1,13 +1,14 @@
 """The plan jobs' runner: one named Ray actor per application runs every /v1/plans job.
 
 Replicas hand it requests (`submit`, `job`, `watch`, `cancel`); it runs each job's refinement
-loop (serve/plan_episode.py) as an asyncio task, with the served orchestrator deciding through a
-DeploymentHandle (rules first, then the model), the agents of `plan_llm` (the simulated world or
-an OpenAI-protocol LLM) and the real solvers in the sandbox. At most `max_running` jobs run at
-once (the rest wait `queued`); at most `max_jobs` unfinished jobs in all (503 beyond) and
-`max_jobs_per_key` per key (429 beyond); a key past `usd_per_key_per_hour` of LLM spend gets
-429. Every step is written to the store before the next one starts (serve/plan_jobs.py); a new
-runner (after a restart) resumes every unfinished job from its last committed step.
+loop (serve/plan_episode.py) as an asyncio task, with the served orchestrator deciding (the rules
+layer, then the model version the registry targets: serve/plan_orchestrator.py), the agents of
+`plan_llm` (the simulated world or an OpenAI-protocol LLM) and the real solvers in the sandbox.
+At most `max_running` jobs run at once (the rest wait `queued`); at most `max_jobs` unfinished
+jobs in all (503 beyond) and `max_jobs_per_key` per key (429 beyond); a key past
+`usd_per_key_per_hour` of LLM spend gets 429. Every step is written to the store before the
+next one starts (serve/plan_jobs.py); a new runner (after a restart) resumes every unfinished
+job from its last committed step.
 """
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ class PlanSettings:
     solver_memory_mb: int = 1024
     # The runner and its solver processes yield the CPU to the replicas' decisions (os.nice).
     nice: int = 19
+    # Where the served model version is read from (serve/plan_orchestrator.py).
+    registry_name: str = "halo-model-registry"
+    registry_namespace: str = "halo"
+    model_cache_dir: str = ""
+    decision_budget_s: float = 0.08
 
 
 def runner_name(app_name: str) -> str:
@@ -340,10 +346,11 @@ class PlanRunner:
     def _episode(self, job: dict[str, Any], env: ResumableEnv) -> EpisodeRecord:
         task = self._task_for(job["request"])
         steps = env.steps
+        version = getattr(getattr(self._policy, "inner", None), "version", "")
         return EpisodeRecord(
             episode_id=f"{job['owner']}:{job['id']}", run_id=self.settings.feedback_run_id, task_id=task.task_id,
             family=task.family, domain_name=task.domain_name, policy_name="served-orchestrator",
-            policy_version=getattr(self._policy, "version", ""), llm_backend=self._agents().name,
+            policy_version=version, llm_backend=self._agents().name,
             success_validator=bool(env.end and env.end.success_validator),
             success_oracle=env.end.success_oracle if env.end else None, steps=steps, seed=job["request"]["seed"],
             final_plan=job["plan"], natural_language_plan=job["natural_language_plan"],
@@ -359,10 +366,15 @@ class PlanRunner:
         return self._backend
 
     def _orchestrator(self) -> Any:
+        """The served orchestrator: the rules layer, then the registry's model version."""
         if self._policy is None:
-            from serve.handle_policy import ServeHandlePolicy
+            from rollout.policies.rules import RulesFirst
+            from serve.plan_orchestrator import RegistryModel
 
-            self._policy = ServeHandlePolicy(app_name=self.settings.app_name)
+            s = self.settings
+            self._policy = RulesFirst(RegistryModel(s.registry_name, s.registry_namespace, s.app_name,
+                                                    cache_dir=s.model_cache_dir,
+                                                    decision_budget_s=s.decision_budget_s))
         return self._policy
 
     # -- bookkeeping ------------------------------------------------------------------------------

@@ -209,3 +209,26 @@ def test_hostile_requests_never_5xx(plans):
         assert httpx.get(f"{url}{path}", headers=auth, timeout=30).status_code == 404
     assert httpx.delete(f"{url}/v1/plans/plan-nope", headers=auth, timeout=30).status_code == 404
     assert httpx.get(f"{url}/v1/plans/plan-nope", timeout=30).status_code == 401
+
+
+def test_a_key_past_its_spending_limit_gets_refused_and_another_key_does_not(plans, tmp_path):
+    import ray
+
+    from serve.plan_runner import PlanRunner, PlanSettings
+
+    settings = PlanSettings(store_url=str(tmp_path), app_name="plans", llm_spec=SIM_LLM, usd_per_key_per_hour=1e-6)
+    runner = PlanRunner.options(name="spend-test-runner", namespace="halo").remote(settings)  # type: ignore[attr-defined]
+    try:
+        body = {**ENDLESS, "domain": "", "problem": "", "spec_json": None, "target_planner": "fd",
+                "budget": {"max_steps": 2, "max_llm_calls": 40, "max_usd": 1.0, "max_seconds": 60.0}}
+        first = ray.get(runner.submit.remote("spender", "a", body), timeout=60)
+        assert first["created"]
+        deadline = time.monotonic() + 60
+        while ray.get(runner.job.remote(first["job"]["id"], "spender"))["cost_usd"] <= 0:
+            assert time.monotonic() < deadline, "the job spent nothing"
+            time.sleep(0.2)
+        again = ray.get(runner.submit.remote("spender", "b", body), timeout=60)
+        assert again["refused"]["outcome"] == "over_spend" and "spender" in again["refused"]["detail"]
+        assert ray.get(runner.submit.remote("frugal", "b", body), timeout=60)["created"]
+    finally:
+        ray.kill(runner)
