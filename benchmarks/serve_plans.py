@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import tempfile
 import time
 from pathlib import Path
@@ -64,8 +65,8 @@ def start(args: argparse.Namespace, work: Path) -> Any:
     return start_service(cfg, num_cpus=args.num_cpus)
 
 
-async def probe(host: str, port: int, gap_s: float, stop: asyncio.Event, out: list[float]) -> int:
-    """One /v1/decide at a time, every gap_s, until `stop`; milliseconds into `out`; returns non-200s."""
+async def probe(host: str, port: int, gap_s: float, stop: Any, out: list[float]) -> int:
+    """One /v1/decide at a time, every gap_s, until `stop` is set; milliseconds into `out`; returns non-200s."""
     from benchmarks.serve import model_state
 
     conn, errors, i = Conn(host, port), 0, 0
@@ -81,6 +82,29 @@ async def probe(host: str, port: int, gap_s: float, stop: asyncio.Event, out: li
     finally:
         conn.close()
     return errors
+
+
+def _probe_process(host: str, port: int, gap_s: float, stop: Any, results: Any) -> None:
+    out: list[float] = []
+    errors = asyncio.run(probe(host, port, gap_s, stop, out))
+    results.put((out, errors))
+
+
+class Prober:
+    """The probe in a process of its own: the benchmark's own HTTP client (submissions, polls) must
+    not delay the probe's requests inside one event loop and show up as the service's latency."""
+
+    def __init__(self, host: str, port: int, gap_s: float) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._stop, self._results = ctx.Event(), ctx.Queue()
+        self._proc = ctx.Process(target=_probe_process, args=(host, port, gap_s, self._stop, self._results))
+        self._proc.start()
+
+    def finish(self) -> tuple[list[float], int]:
+        self._stop.set()
+        out, errors = self._results.get(timeout=120)
+        self._proc.join(timeout=30)
+        return out, errors
 
 
 async def submit_all(client: httpx.AsyncClient, n: int, rate_per_s: float) -> tuple[list[str], int]:
@@ -127,11 +151,11 @@ async def run_jobs(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[s
 
 
 async def probe_for(host: str, port: int, gap_s: float, seconds: float, out: list[float]) -> int:
-    stop = asyncio.Event()
-    probing = asyncio.create_task(probe(host, port, gap_s, stop, out))
+    prober = Prober(host, port, gap_s)
     await asyncio.sleep(seconds)
-    stop.set()
-    return await probing
+    samples, errors = prober.finish()
+    out.extend(samples)
+    return errors
 
 
 async def measure(args: argparse.Namespace, svc: Any) -> dict[str, Any]:
@@ -143,13 +167,10 @@ async def measure(args: argparse.Namespace, svc: Any) -> dict[str, Any]:
     host, port, gap = u.hostname or "127.0.0.1", u.port or 80, args.probe_gap_ms / 1000
     base: list[float] = []
     errors = await probe_for(host, port, gap, args.probe_s / 2, base)
-    during: list[float] = []
-    stop = asyncio.Event()
-    probing = asyncio.create_task(probe(host, port, gap, stop, during))
+    prober = Prober(host, port, gap)
     finals, seconds, server_errors = await run_jobs(svc.fast_url, args)
-    stop.set()
-    errors += await probing
-    errors += await probe_for(host, port, gap, args.probe_s / 2, base)
+    during, during_errors = prober.finish()
+    errors += during_errors + await probe_for(host, port, gap, args.probe_s / 2, base)
     return {"base": base, "during": during, "finals": finals, "seconds": seconds,
             "server_errors": server_errors, "probe_errors": errors}
 
