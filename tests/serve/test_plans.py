@@ -162,7 +162,6 @@ def test_a_service_restart_in_the_middle_resumes_the_job_and_runs_no_step_twice(
     assert 2 <= before < len(reference.steps)
     stop_service(plans["service"])  # the replica and the runner die mid-job
     plans["service"] = start_service(plans["config"])
-    assert plans["service"].resumed_plans >= 1
     with _client(plans) as client:
         final = client.wait(job.id, timeout_s=180)
     assert final.status == "succeeded" and final.resumed == 1
