@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import solvers
 from rollout.core.trajectory import EpisodeRecord
+from solvers.errors import InfraError
 
 FEEDBACK_CODE = "serve-feedback"
 VERIFIED = f"{FEEDBACK_CODE}:verified"
@@ -23,7 +24,7 @@ DISAGREES = f"{FEEDBACK_CODE}:disagrees"
 VERIFY_LIMITS = solvers.Limits(timeout_s=10.0, memory_mb=1024)
 
 
-class VerificationUnavailable(RuntimeError):
+class VerificationUnavailable(InfraError, RuntimeError):
     """The validator could not run (an infrastructure failure): nothing is stored, the client retries."""
 
 
@@ -74,7 +75,7 @@ def check_oracle(episode: EpisodeRecord, plan: str, tasks_spec: str) -> tuple[bo
         return None, "task unknown to the service: oracle not checked"
     name_map = None
     if episode.llm_backend == "sim":  # the simulated world renames deterministically from (task, seed)
-        from rollout.loop.backends import SimAgents
+        from rollout.sim.backend import SimAgents
 
         name_map = SimAgents().world(task, episode.seed).name_map  # type: ignore[arg-type]
     verdict = check_plan(task, plan, name_map=name_map)  # type: ignore[arg-type]

@@ -29,6 +29,7 @@ import solvers
 from rollout.core.trajectory import EpisodeRecord
 from rollout.driver.episode_set import EpisodeSpec
 from rollout.tasks.base import Task
+from solvers.errors import count_handled
 
 if TYPE_CHECKING:
     from rollout.loop.env import AgentBackend
@@ -143,7 +144,8 @@ def agent_backend_for(spec: str, *, pool: int = 512) -> AgentBackend:
     """The agent backend of an --llm spec: the simulated world (its calls over HTTP when the spec
     names a base_url) or real LLM agents on one OpenAI-protocol client of `pool` connections."""
     from rollout.llm import LLMConfig, OpenAIChatClient, config_from_env
-    from rollout.loop.backends import LLMAgents, SimAgents
+    from rollout.loop.backends import LLMAgents
+    from rollout.sim.backend import SimAgents
     from rollout.sim.spec import parse_sim_spec
 
     backend, model, base_url = parse_llm_spec(spec)
@@ -326,14 +328,15 @@ class RolloutWorker:
         try:
             return await self._episode(spec)
         except Exception as exc:  # noqa: BLE001  (reported to the driver, which counts strikes)
+            count_handled("rollout worker: episode", exc)
             tb = traceback.format_exc(limit=6)
             return f"{type(exc).__name__}: {exc}\n{tb}"[-3000:]
         finally:
             self._in_flight -= 1
 
     async def _episode(self, spec: EpisodeSpec) -> EpisodeRecord:
-        from rollout.loop.backends import SimAgents
         from rollout.loop.episode import EpisodeConfig, run_episode
+        from rollout.sim.backend import SimAgents
 
         s = self.setup
         # backend= is what run_episode uses; the other fields describe it for custom episode functions

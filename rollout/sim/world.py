@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from rollout.agents.base import AgentOutcome
+from rollout.agents.base import AgentOutcome, Draft
 from rollout.core.agent_table import DYNAMIC_AGENT_ID, EMERGENCY_ID, NATURAL_LANGUAGE_ID, agent_name
 from rollout.core.state import EpisodeState
 from rollout.pddl.printer import to_text
@@ -27,6 +27,7 @@ from rollout.sim.faults import CATALOG, PDDL_FAULTS, PLAN_FAULTS, Fault, corrupt
 from rollout.sim.size import size_excess, task_size
 from rollout.sim.world_file import WORLD_KEYS, World, default_world, world_hash
 from rollout.tasks.base import Task
+from solvers.errors import InputError
 
 _RENDERED: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], tuple[str, str]] = {}
 _RENDERED_MAX = 2048
@@ -100,15 +101,8 @@ class SimConfig:
                    teacher_prices=copy.deepcopy(world.teacher_prices), world_name=world.name, **run_settings)
 
 
-@dataclass
-class Draft:
-    domain: str
-    problem: str
-    plan: str
-
-
 class SimWorld:
-    """Implements rollout.agents.base.SimulatedAgents for one episode."""
+    """Plays the LLM agents of one episode (rollout.agents.base.LLMStandIn) and drafts its start."""
 
     def __init__(self, task: Task, config: SimConfig | None = None, seed: int = 0, *, transport: Any = None) -> None:
         if not task.gold_domain or not task.gold_problem:
@@ -333,7 +327,7 @@ class SimWorld:
         return outcome
 
 
-class SimWorldMissing(RuntimeError):
+class SimWorldMissing(InputError, RuntimeError):
     """Something that only works inside the simulated agent world was used outside it."""
 
 
