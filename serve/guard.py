@@ -182,8 +182,7 @@ class _Exchange:
         self.state["error_kind"] = "client_disconnect"
 
     async def internal_error(self, send: Send) -> None:
-        """A route broke: logged with its traceback; the client gets the API's 500 if nothing was sent."""
-        log.exception("request %s %s failed", self.request_id, self.path)
+        """A route broke (the caller logged it): the client gets the API's 500 if nothing was sent."""
         if not self.started:
             self.state["error_kind"] = "internal"
             await _reject(send, 500, "internal", "internal error (see the service log)")
@@ -224,14 +223,16 @@ class GuardMiddleware:
         except ClientGone:
             exchange.client_gone()
             return
-        except Exception:  # noqa: BLE001  (logged with its traceback by internal_error)
+        except Exception:  # noqa: BLE001  (a bug in the guard itself: logged, answered 500)
+            log.exception("request %s %s failed", exchange.request_id, exchange.path)
             await exchange.internal_error(send)
             return
         try:
             await self.app(exchange.scope, _replay(body, receive), send)
         except ClientGone:
             exchange.client_gone()
-        except Exception:  # noqa: BLE001  (logged with its traceback by internal_error)
+        except Exception:  # noqa: BLE001  (a route broke: logged, answered 500)
+            log.exception("request %s %s failed", exchange.request_id, exchange.path)
             await exchange.internal_error(send)
 
 

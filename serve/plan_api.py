@@ -74,9 +74,7 @@ class PlanFrontend:
     async def _call(self, method: str, *args: Any) -> Any:
         return await asyncio.wait_for(getattr(self.runner(), method).remote(*args), RUNNER_TIMEOUT_S)
 
-    def _unavailable(self, state: dict[str, Any], exc: BaseException | None = None) -> JSONResponse:
-        if exc is not None:
-            log.error("request_id=%s plan runner unavailable: %r", state.get("request_id"), exc)
+    def _unavailable(self, state: dict[str, Any]) -> JSONResponse:
         if self.settings is None:
             return _error(503, "plans_disabled", "the service has no plan_store (or feedback_store) configured",
                           scope_state=state)
@@ -89,8 +87,9 @@ class PlanFrontend:
             return self._unavailable(state)
         try:
             answer = await self._call("submit", key_name, idempotency_key or "", body.model_dump())
-        except Exception as exc:  # logged; the client sees a retryable 503
-            return self._unavailable(state, exc)
+        except Exception as exc:  # the runner did not answer: logged; the client sees a retryable 503
+            log.error("request_id=%s plan runner unavailable: %r", state.get("request_id"), exc)
+            return self._unavailable(state)
         if "refused" in answer:
             refused = answer["refused"]
             return self._refused(JobRefused(refused["outcome"], refused["detail"], refused["field"]), state)
@@ -113,8 +112,9 @@ class PlanFrontend:
             return self._unavailable(state)
         try:
             view = await self._call(method, job_id, key_name)
-        except Exception as exc:  # logged; the client sees a retryable 503
-            return self._unavailable(state, exc)
+        except Exception as exc:  # the runner did not answer: logged; the client sees a retryable 503
+            log.error("request_id=%s plan runner unavailable: %r", state.get("request_id"), exc)
+            return self._unavailable(state)
         if view is None:
             return _error(404, "not_found", f"no plan job {job_id[:80]!r} for this key", "id", scope_state=state)
         return JSONResponse(view)

@@ -88,7 +88,7 @@ class ResumableEnv(RefinementEnv):
         restore_world(self._world, checkpoint["world"])
         rng = random.Random()
         set_rng_state(rng, checkpoint["agents_rng"])
-        self._ctx = AgentContext(task=task, limits=self.limits, rng=rng, llm=self.backend.llm, sim=self._world,
+        self._ctx = AgentContext(task=task, limits=self.limits, rng=rng, llm=self.backend.llm, stand_in=self._world,
                                  llm_backend_name=self.backend.name)
         self.steps, self.solver_cpu_s = list(steps), float(checkpoint["solver_cpu_s"])
         self.end = EpisodeEnd(**checkpoint["end"]) if checkpoint["end"] else None

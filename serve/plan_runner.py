@@ -106,7 +106,8 @@ class PlanRunner:
             self._episode_lock = asyncio.Lock()
             try:
                 self._started.set_result(await self._resume_all())
-            except Exception as exc:
+            except Exception as exc:  # the store could not be read: every call says so, the actor lives
+                log.exception("plan runner %s could not resume its jobs", self.incarnation)
                 self._started.set_exception(exc)
         return await asyncio.shield(self._started)
 
@@ -253,6 +254,7 @@ class PlanRunner:
             except TimeoutError:
                 env, reason = None, f"budget exhausted: max_seconds={budget.max_seconds:g}"
             except Exception as exc:  # a dependency (infra) or a bug: the job fails, the runner lives
+                log.warning("plan job %s ended on %s", job["id"], type(exc).__name__, exc_info=True)
                 env, reason = None, self._failure(job, exc)
             job["elapsed_s"] += time.monotonic() - started - job.pop("_counted_s", 0.0)
             await self._finish(job, env, reason)
@@ -261,10 +263,8 @@ class PlanRunner:
     def _failure(self, job: dict[str, Any], exc: Exception) -> str:
         infra = infra_reason(exc)
         if infra:
-            log.warning("plan job %s: infrastructure failure: %s", job["id"], infra)
             job["_infra"] = True
             return f"infrastructure failure (not an outcome; retry): {infra}"
-        log.exception("plan job %s failed", job["id"])
         return f"internal error: {type(exc).__name__}"
 
     async def _loop(self, job: dict[str, Any], budget: Budget, started: float) -> tuple[ResumableEnv, str]:

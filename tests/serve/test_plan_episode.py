@@ -11,9 +11,9 @@ import json
 import pytest
 
 from rollout.core.trajectory import StepRecord
-from rollout.loop.backends import SimAgents
 from rollout.policies.rules import RulesFirst
 from rollout.policies.scripted import ScriptedPolicy
+from rollout.sim.backend import SimAgents
 from rollout.sim.world import SimConfig
 from rollout.tasks import load_tasks
 from serve.plan_episode import Budget, ResumableEnv, run_plan
