@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 from tenacity import Retrying
 
-from rollout.policies.student_client import DecisionClient, DecisionServiceError, _Transient
+from rollout.policies.student_client import DecisionClient, DecisionServiceError, _retry_options, _Transient
 from serve.plan_schemas import TERMINAL
 
 
@@ -68,7 +68,7 @@ class PlanClient(DecisionClient):
             return self._check(response, None, what)
 
         try:
-            return Retrying(sleep=time.sleep, reraise=True, **self.retry.options())(attempt)
+            return Retrying(sleep=time.sleep, reraise=True, **_retry_options(self.retry))(attempt)
         except _Transient as last:
             raise self._failure(last.response, last.error, what) from last.error
 

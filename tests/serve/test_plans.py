@@ -231,3 +231,20 @@ def test_a_key_past_its_spending_limit_gets_refused_and_another_key_does_not(pla
         assert ray.get(runner.submit.remote("frugal", "b", body), timeout=60)["created"]
     finally:
         ray.kill(runner)
+
+
+def test_the_plan_example_in_docs_serve_md_runs(plans):
+    """The PlanClient example in docs/serve.md, as written (only the URL points at this service)."""
+    import re
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "serve.md").read_text()
+    block = next(b for b in re.finditer(r"```python\n(.*?)```", doc, re.S) if "PlanClient(" in b.group(1))
+    code = textwrap.dedent(block.group(1)).replace("http://127.0.0.1:8000", plans["service"].url)
+    env = {**__import__("os").environ, "HALO_SERVE_API_KEY": API_KEY}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1].split()[0] in ("succeeded", "failed"), out.stdout
