@@ -214,14 +214,14 @@ def stop_service(service: RunningService) -> None:
     import ray
     from ray import serve
 
+    if service.plan_runner is not None:  # first: its unfinished jobs resume in the next service's runner
+        with contextlib.suppress(Exception):
+            ray.kill(service.plan_runner)
     try:
         serve.delete(service.config.app_name)
     finally:
         with contextlib.suppress(Exception):
             ray.kill(service.registry)
-        if service.plan_runner is not None:  # its unfinished jobs resume in the next service's runner
-            with contextlib.suppress(Exception):
-                ray.kill(service.plan_runner)
         if service.owns_serve:
             serve.shutdown()
         if service.owns_ray:
