@@ -45,6 +45,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--poll-s", type=float, default=3.0, help="how often each job is polled")
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--num-cpus", type=int, default=2)
+    parser.add_argument("--plan-cpus", type=int, nargs="*", default=[],
+                        help="CPUs for the plan runner and its solvers (config plan_cpus; default any)")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args()
 
@@ -61,7 +63,7 @@ def start(args: argparse.Namespace, work: Path) -> Any:
                       plan_store=str(work / "store"), plan_llm=f"sim:realtime=1,latency_ms={args.latency_ms:g}",
                       plan_max_running=args.jobs, plan_max_jobs=max(256, args.jobs),
                       plan_max_jobs_per_key=max(256, args.jobs), max_inflight_per_client=1024,
-                      max_ongoing_requests=256, max_queued_requests=2048)
+                      max_ongoing_requests=256, max_queued_requests=2048, plan_cpus=list(args.plan_cpus))
     return start_service(cfg, num_cpus=args.num_cpus)
 
 

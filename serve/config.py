@@ -129,6 +129,9 @@ class ServeConfig:
     plan_max_jobs_per_key: int = 64
     plan_usd_per_key_per_hour: float = 20.0
     plan_run_id: str = "serve-plans"
+    # CPUs the plan runner and its solver processes may use (empty: any); on a node that also hosts
+    # decision replicas, keeping them off the replicas' CPUs keeps /v1/decide's tail.
+    plan_cpus: list[int] = field(default_factory=list)
     # How often replicas look for a new model version and report their metrics.
     sync_interval_s: float = 0.5
     registry_name: str = "halo-model-registry"
@@ -204,6 +207,8 @@ class ServeConfig:
     def _validate_plans(self) -> None:
         if min(self.plan_max_running, self.plan_max_jobs, self.plan_max_jobs_per_key) < 1:
             raise ConfigError("plan_max_running, plan_max_jobs and plan_max_jobs_per_key must be at least 1")
+        if not isinstance(self.plan_cpus, list) or any(not isinstance(c, int) or c < 0 for c in self.plan_cpus):
+            raise ConfigError("plan_cpus: a list of CPU numbers")
         if self.plan_usd_per_key_per_hour < 0:
             raise ConfigError("plan_usd_per_key_per_hour must not be negative (0: no limit)")
         from rollout.driver.worker import parse_llm_spec

@@ -41,7 +41,8 @@ def plan_settings(config: ServeConfig) -> PlanSettings | None:
                         max_jobs=config.plan_max_jobs, max_jobs_per_key=config.plan_max_jobs_per_key,
                         usd_per_key_per_hour=config.plan_usd_per_key_per_hour, feedback_run_id=config.plan_run_id,
                         registry_name=config.registry_name, registry_namespace=config.registry_namespace,
-                        model_cache_dir=config.model_cache_dir, decision_budget_s=config.decision_budget_s)
+                        model_cache_dir=config.model_cache_dir, decision_budget_s=config.decision_budget_s,
+                        cpus=tuple(config.plan_cpus))
 
 
 def _error(status: int, kind: str, detail: str, field_name: str | None = None, retry_after: float = 0.0,

@@ -55,6 +55,7 @@ class PlanSettings:
     solver_memory_mb: int = 1024
     # The runner and its solver processes yield the CPU to the replicas' decisions (os.nice).
     nice: int = 19
+    cpus: tuple[int, ...] = ()  # CPU affinity of the runner and its solvers (empty: any)
     # Where the served model version is read from (serve/plan_orchestrator.py).
     registry_name: str = "halo-model-registry"
     registry_namespace: str = "halo"
@@ -80,6 +81,8 @@ class PlanRunner:
         self.settings = settings
         if settings.nice > 0:  # this actor's own process: the solvers it starts inherit it
             os.nice(settings.nice)
+        if settings.cpus:  # inherited too
+            os.sched_setaffinity(0, set(settings.cpus))
         self.store = PlanStore(settings.store_url)
         self.incarnation = uuid.uuid4().hex[:12]
         self.jobs: dict[str, dict[str, Any]] = {}  # unfinished jobs, and finished ones once read
