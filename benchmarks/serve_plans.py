@@ -52,9 +52,10 @@ def parse_args() -> argparse.Namespace:
 
 
 def start(args: argparse.Namespace, work: Path) -> Any:
-    from benchmarks.serve import free_port, training_episodes
+    from benchmarks.serve import training_episodes
     from serve.config import ServeConfig
     from serve.launcher import start_service
+    from serve.ports import free_port
     from train.fast_policy import train_fast_policy
 
     train_fast_policy(training_episodes(), work / "fast", name="bench-fast")

@@ -11,9 +11,10 @@ from urllib.parse import urlparse
 
 import httpx
 import pytest
-from conftest import free_port
 from serve_keys import API_KEY, STALL_KEY
 from serve_synthetic import symptom_state
+
+from serve.ports import free_port
 
 KEY_A = STALL_KEY.split("=", 1)[1]
 KEY_B = API_KEY
