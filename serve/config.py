@@ -211,11 +211,13 @@ class ServeConfig:
             raise ConfigError("plan_cpus: a list of CPU numbers")
         if self.plan_usd_per_key_per_hour < 0:
             raise ConfigError("plan_usd_per_key_per_hour must not be negative (0: no limit)")
-        from rollout.driver.worker import parse_llm_spec
+        from rollout.llm.spec import LLMSpec
+        from rollout.sim.spec import parse_sim_spec
 
         try:
-            parse_llm_spec(self.plan_llm)
-        except ValueError as exc:
+            if LLMSpec.parse(self.plan_llm).is_sim:
+                parse_sim_spec(self.plan_llm)
+        except ValueError as exc:  # SpecError is a ValueError
             raise ConfigError(f"plan_llm: {exc}") from None
 
     def key_ring(self) -> KeyRing:

@@ -44,7 +44,7 @@ SPEND_WINDOW_S = 3600.0
 class PlanSettings:
     store_url: str
     app_name: str  # the decision application whose deployment decides (the served orchestrator)
-    llm_spec: str = "sim"  # --plan-llm: sim[:...] or openai:MODEL@URL (rollout/driver/worker.py)
+    llm_spec: str = "sim"  # --plan-llm: sim[:...] or openai:MODEL@URL (rollout/llm/spec.py)
     tasks_spec: str = "bundled"  # the tasks a request's task_id may name
     max_running: int = 32
     max_jobs: int = 256
@@ -363,7 +363,7 @@ class PlanRunner:
 
     def _agents(self) -> Any:
         if self._backend is None:
-            from rollout.driver.worker import agent_backend_for
+            from rollout.loop.backends import agent_backend_for
 
             self._backend = agent_backend_for(self.settings.llm_spec)
         return self._backend
