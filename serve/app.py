@@ -20,7 +20,7 @@ from typing import Any
 
 import psutil
 import ray
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from ray import serve
@@ -36,6 +36,8 @@ from serve.fast_ingress import FAST_INGRESS_THREAD, FastIngress
 from serve.guard import ActiveGuard, GuardMiddleware, GuardSettings
 from serve.metrics import ReplicaMetrics, merge, render
 from serve.model_source import ModelOutsideRoots, ModelSourceError
+from serve.plan_api import PlanFrontend
+from serve.plan_schemas import PlanCreated, PlanIn, PlanOut
 from serve.registry import get_registry
 from serve.runtime import LoadedModel, ModelLoadError, load_model
 from serve.schemas import (
@@ -57,7 +59,7 @@ log = logging.getLogger("halo.serve")
 
 API_VERSION = "1"
 ROUTES = ("/v1/decide", "/v1/decide/batch", "/v1/feedback", "/v1/admin/model", "/v1/admin/rollback",
-          "/healthz", "/readyz", "/metrics")
+          "/v1/plans", "/healthz", "/readyz", "/metrics")
 # Loaded models kept per replica, so a rollback switches without reloading.
 MODEL_CACHE_SIZE = 3
 # The caller's name in keyless (loopback) mode: its feedback episodes are namespaced under it.
@@ -86,6 +88,20 @@ FEEDBACK_RESPONSES: dict[int | str, dict[str, Any]] = {
     409: {**_ERR, "description": "episode_id already stored with different content"}}
 ROLLBACK_RESPONSES: dict[int | str, dict[str, Any]] = {
     **ADMIN_RESPONSES, 409: {**_ERR, "description": "no earlier version that loaded to roll back to"}}
+_PLAN_503 = {**_ERR, "description": "overloaded, too many unfinished plan jobs, the plan runner unreachable "
+                                    "(see Retry-After), or no plan store configured"}
+PLAN_POST_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **GUARDED_RESPONSES, 409: {**_ERR, "description": "this Idempotency-Key was used with a different body"},
+    422: {**_ERR, "description": "a bad/missing/unknown field, or a task_id the agents cannot work on"},
+    429: {**_ERR, "description": "over the key's rate limit, requests in flight, unfinished plan jobs or LLM "
+                                 "spending limit (see Retry-After)"},
+    503: _PLAN_503}
+PLAN_JOB_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **GUARDED_RESPONSES, 404: {**_ERR, "description": "no such plan job for this key"}, 503: _PLAN_503}
+PLAN_EVENTS_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **PLAN_JOB_RESPONSES, 200: {"content": {"text/event-stream": {}},
+                                "description": "server-sent events: `step` per committed step, `status` on a "
+                                               "change, `end` with the final job (PlanOut)"}}
 
 
 
@@ -164,6 +180,8 @@ async def _invalid_state(_request: Request, exc: StateError) -> JSONResponse:
 
 
 def _route_label(path: str) -> str:
+    if path.startswith("/v1/plans/"):  # one label for every job's routes (bounded metric labels)
+        return "/v1/plans/{id}/events" if path.endswith("/events") else "/v1/plans/{id}"
     return path if path in ROUTES else "other"
 
 
@@ -236,6 +254,7 @@ class DecisionService:
         keys.on_problem = lambda problem: self.metrics.inc("halo_serve_key_file_problems", (problem,))
         self.guard = GuardSettings(keys, c.max_body_bytes, c.metrics_public, observe=self._observe,
                                    body_timeout_s=c.body_timeout_s, max_inflight_per_client=c.max_inflight_per_client,
+                                   max_uploads_per_address=c.max_uploads_per_address,
                                    rate_limit_rps=c.rate_limit_rps, rate_limit_burst=c.rate_limit_burst,
                                    cost_limit_s_per_s=c.cost_limit_s_per_s, cost_limit_burst_s=c.cost_limit_burst_s,
                                    bind_host=c.host)
@@ -249,6 +268,7 @@ class DecisionService:
         self._failed: tuple[int, str, int] | None = None
         self._direct_port = 0
         self._feedback_writer: Any = None
+        self._plans = PlanFrontend(self.config)
         for batched in (self._batched, self._fast_batched):
             batched.set_max_batch_size(self.config.max_batch_size)
             batched.set_batch_wait_timeout_s(self.config.batch_wait_timeout_s)
@@ -269,10 +289,11 @@ class DecisionService:
                                      max_in_flight=c.fast_ingress_max_in_flight, retry_after_s=c.retry_after_s,
                                      timeout_keep_alive_s=c.keep_alive_timeout_s, route_prefix=c.route_prefix,
                                      on_shed=lambda path: self._observe(path, 503, 0.0, "overloaded"),
-                                     header_timeout_s=c.header_timeout_s)
+                                     header_timeout_s=c.header_timeout_s, shared_port=c.fast_port)
         self._stop = threading.Event()
         self._sync_thread = threading.Thread(target=self._sync_loop, name="halo-model-sync", daemon=True)
         self._sync_thread.start()
+        self._plans.wake()
 
     # -- model versions ---------------------------------------------------------------------------
 
@@ -478,6 +499,34 @@ class DecisionService:
                                         c.feedback_batch_size, c.feedback_batch_wait_s)
             self._feedback_writer = get_writer(settings, c.registry_namespace)
         return self._feedback_writer
+
+    # -- plans ------------------------------------------------------------------------------------
+
+    @api.post("/v1/plans", response_model=PlanCreated, status_code=202, responses=PLAN_POST_RESPONSES,
+              summary="Start a plan job: the refinement loop on the service's cluster (idempotent per "
+                      "Idempotency-Key and body)")
+    async def create_plan(self, body: PlanIn, request: Request,
+                          idempotency_key: str | None = Header(None, min_length=1, max_length=200)) -> Any:
+        state = request.scope["state"]
+        return await self._plans.create(body, state.get("key_name") or LOCAL_CALLER, idempotency_key, state)
+
+    @api.get("/v1/plans/{job_id}", response_model=PlanOut, responses=PLAN_JOB_RESPONSES,
+             summary="A plan job: status, steps so far, and the validated plan once it succeeded")
+    async def get_plan(self, job_id: str, request: Request) -> Any:
+        state = request.scope["state"]
+        return await self._plans.get(job_id, state.get("key_name") or LOCAL_CALLER, state)
+
+    @api.get("/v1/plans/{job_id}/events", response_class=Response, responses=PLAN_EVENTS_RESPONSES,
+             summary="A plan job's steps as server-sent events, ending with its final state")
+    async def plan_events(self, job_id: str, request: Request) -> Any:
+        state = request.scope["state"]
+        return await self._plans.events(job_id, state.get("key_name") or LOCAL_CALLER, state)
+
+    @api.delete("/v1/plans/{job_id}", response_model=PlanOut, responses=PLAN_JOB_RESPONSES,
+                summary="Cancel a plan job (a finished job is returned unchanged)")
+    async def cancel_plan(self, job_id: str, request: Request) -> Any:
+        state = request.scope["state"]
+        return await self._plans.cancel(job_id, state.get("key_name") or LOCAL_CALLER, state)
 
     # -- model admin ------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from rollout.policies.student_client import (
     DecisionServiceError,
     RetryPolicy,
 )
+from serve.plan_client import PlanClient, PlanJob
 
 __all__ = ["API_KEY_ENV", "RETRY_STATUS", "Answer", "AsyncDecisionClient", "DecisionClient", "DecisionServiceError",
-           "RetryPolicy"]
+           "PlanClient", "PlanJob", "RetryPolicy"]

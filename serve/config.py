@@ -99,6 +99,9 @@ class ServeConfig:
     header_timeout_s: float = 10.0  # the fast ingress closes a connection whose headers do not arrive in time
     keep_alive_timeout_s: float = 5.0
     max_inflight_per_client: int = 16
+    # Bodies one address may be sending at once (stalled uploads are bounded by this and
+    # body_timeout_s; they do not count against their key's max_inflight_per_client).
+    max_uploads_per_address: int = 1024
     max_body_bytes: int = 1_048_576
     max_batch_states: int = 256
     metrics_public: bool = True
@@ -114,6 +117,21 @@ class ServeConfig:
     # Episodes gathered into one store commit (or whatever arrived within feedback_batch_wait_s).
     feedback_batch_size: int = 64
     feedback_batch_wait_s: float = 0.5
+    # Plan jobs (/v1/plans, serve/plan_runner.py): their store (empty: feedback_store; neither:
+    # /v1/plans answers 503), the agents' backend (sim[:...] needs a known task_id, or
+    # openai:MODEL@URL), the tasks a task_id may name, and the limits: jobs running at once,
+    # unfinished jobs in all (503 beyond) and per key (429 beyond), LLM spend per key and hour.
+    plan_store: str = ""
+    plan_llm: str = "sim"
+    plan_tasks: str = "bundled"
+    plan_max_running: int = 32
+    plan_max_jobs: int = 256
+    plan_max_jobs_per_key: int = 64
+    plan_usd_per_key_per_hour: float = 20.0
+    plan_run_id: str = "serve-plans"
+    # CPUs the plan runner and its solver processes may use (empty: any); on a node that also hosts
+    # decision replicas, keeping them off the replicas' CPUs keeps /v1/decide's tail.
+    plan_cpus: list[int] = field(default_factory=list)
     # How often replicas look for a new model version and report their metrics.
     sync_interval_s: float = 0.5
     registry_name: str = "halo-model-registry"
@@ -132,6 +150,11 @@ class ServeConfig:
     # without Serve's per-request machinery. Its port is what `direct_urls()` and the k8s Service
     # halo-decide-direct point at; at most fast_ingress_max_in_flight requests at once (503 above).
     fast_ingress: bool = True
+    # The one URL: when set, every replica's fast ingress listens on this port of `host`
+    # (SO_REUSEPORT: replicas on one machine share it, the kernel spreads connections, no proxy
+    # hop); `halo serve --port` sets it and moves Serve's proxy to `port` = --proxy-port. 0: each
+    # replica takes a port of fast_ingress_min_port..fast_ingress_max_port.
+    fast_port: int = 0
     fast_ingress_min_port: int = 33000
     fast_ingress_max_port: int = 33999
     fast_ingress_max_in_flight: int = 512
@@ -160,11 +183,13 @@ class ServeConfig:
             if not isinstance(getattr(self, name), list) or any(not isinstance(k, str) for k in getattr(self, name)):
                 raise ConfigError(f"{name}: a list of strings")
         if min(self.body_timeout_s, self.header_timeout_s, self.keep_alive_timeout_s) <= 0 \
-                or self.max_inflight_per_client < 1:
+                or min(self.max_inflight_per_client, self.max_uploads_per_address) < 1:
             raise ConfigError("body_timeout_s, header_timeout_s, keep_alive_timeout_s and max_inflight_per_client "
                               "must be positive")
         if not 0 < self.fast_ingress_min_port <= self.fast_ingress_max_port < 65536:
             raise ConfigError("fast_ingress_min_port..fast_ingress_max_port: a range of TCP ports")
+        if not 0 <= self.fast_port < 65536 or self.fast_port and self.fast_port == self.port:
+            raise ConfigError("fast_port: a TCP port other than `port` (Serve's proxy), or 0")
         if self.fast_ingress_max_in_flight < 1:
             raise ConfigError("fast_ingress_max_in_flight: must be at least 1")
         if min(self.rate_limit_rps, self.rate_limit_burst, self.cost_limit_s_per_s, self.cost_limit_burst_s) < 0:
@@ -172,11 +197,28 @@ class ServeConfig:
         if min(self.feedback_episodes_per_hour, self.feedback_bytes_per_hour, self.feedback_batch_size) < 1 \
                 or self.feedback_batch_wait_s < 0:
             raise ConfigError("feedback quotas and feedback_batch_size must be positive")
+        self._validate_plans()
         if self.max_model_bytes < 1 or self.max_npz_inflated_bytes < 1:
             raise ConfigError("max_model_bytes and max_npz_inflated_bytes must be positive")
         self.key_ring()  # refuses short keys from every source
         self.model_source_roots()
         return self
+
+    def _validate_plans(self) -> None:
+        if min(self.plan_max_running, self.plan_max_jobs, self.plan_max_jobs_per_key) < 1:
+            raise ConfigError("plan_max_running, plan_max_jobs and plan_max_jobs_per_key must be at least 1")
+        if not isinstance(self.plan_cpus, list) or any(not isinstance(c, int) or c < 0 for c in self.plan_cpus):
+            raise ConfigError("plan_cpus: a list of CPU numbers")
+        if self.plan_usd_per_key_per_hour < 0:
+            raise ConfigError("plan_usd_per_key_per_hour must not be negative (0: no limit)")
+        from rollout.llm.spec import LLMSpec
+        from rollout.sim.spec import parse_sim_spec
+
+        try:
+            if LLMSpec.parse(self.plan_llm).is_sim:
+                parse_sim_spec(self.plan_llm)
+        except ValueError as exc:  # SpecError is a ValueError
+            raise ConfigError(f"plan_llm: {exc}") from None
 
     def key_ring(self) -> KeyRing:
         """Decision, feedback and admin keys (config + comma-separated HALO_SERVE_API_KEYS,

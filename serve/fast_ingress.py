@@ -57,6 +57,23 @@ def bind_in_range(host: str, lo: int, hi: int) -> socket.socket:
     raise FastIngressError(f"no free port for the fast ingress in {lo}-{hi} on {host}")
 
 
+def bind_shared(host: str, port: int) -> socket.socket:
+    """A listening socket on `port` that every replica on this machine binds too (SO_REUSEPORT:
+    the kernel spreads new connections over the replicas' sockets, with no proxy in between; a
+    replica that dies leaves the group and the others keep answering)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise FastIngressError(f"cannot listen on {host}:{port} for the fast ingress: {exc.strerror}") from exc
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
+
+
 def _json_answer(status: int, body: dict[str, Any], extra: list[tuple[bytes, bytes]] = ()) -> tuple[dict, dict]:
     data = json.dumps(body).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *extra]
@@ -146,8 +163,9 @@ def header_deadline_protocol(timeout_s: float) -> type[HttpToolsProtocol]:
 class FastIngress:
     def __init__(self, app: Any, *, host: str, port_range: tuple[int, int], max_in_flight: int,
                  timeout_keep_alive_s: float, route_prefix: str = "/", retry_after_s: float = 1.0,
-                 on_shed: Callable[[str], None] | None = None, header_timeout_s: float = 10.0) -> None:
-        self._sock = bind_in_range(host, *port_range)
+                 on_shed: Callable[[str], None] | None = None, header_timeout_s: float = 10.0,
+                 shared_port: int = 0) -> None:
+        self._sock = bind_shared(host, shared_port) if shared_port else bind_in_range(host, *port_range)
         self.host, self.port = host, self._sock.getsockname()[1]
         self.app = Mounted(app, route_prefix, max_in_flight, retry_after_s, on_shed)
         config = uvicorn.Config(self.app, loop="uvloop",

@@ -98,6 +98,9 @@ class GuardSettings:
     observe: Callable[[str, int, float, str | None], None] | None = None
     body_timeout_s: float = 10.0
     max_inflight_per_client: int = 16
+    # Request bodies one address may be sending at once (each within body_timeout_s); a request
+    # counts against its key's max_inflight_per_client only once its body has arrived.
+    max_uploads_per_address: int = 1024
     rate_limit_rps: float = 0.0
     rate_limit_burst: float = 0.0
     # Seconds of replica work per second one client (key, else address) may cause on the decide
@@ -114,6 +117,7 @@ class GuardSettings:
         self.limiter = RateLimiter(self.rate_limit_rps, self.rate_limit_burst or self.rate_limit_rps)
         self.cost_limiter = RateLimiter(self.cost_limit_s_per_s, self.cost_limit_burst_s)
         self.inflight: dict[str, int] = {}
+        self.uploading: dict[str, int] = {}  # bodies arriving now, per client address
 
 
 class ActiveGuard:
@@ -138,6 +142,63 @@ class ClientGone(Exception):
     pass
 
 
+class _Exchange:
+    """One request as the guard sees it: who, what, and how it ended (for metrics and the log)."""
+
+    def __init__(self, scope: Scope, settings: GuardSettings) -> None:
+        self.scope, self.settings = scope, settings
+        self.t0 = time.perf_counter()
+        self.path = _route_path(scope)
+        self.headers = dict(scope.get("headers") or [])
+        # Serve's own middleware (proxy and direct ingress) sets X-Request-ID and echoes it in the
+        # answer; the fast ingress has none, so the guard adds it to any answer that lacks it.
+        self.request_id = _header_text(self.headers.get(b"x-request-id"), _REQUEST_ID) or os.urandom(16).hex()
+        self.trace = _header_text(self.headers.get(b"traceparent"), _TRACEPARENT)
+        self.state = scope.setdefault("state", {})
+        self.state["request_id"], self.state["traceparent"] = self.request_id, self.trace
+        self.status, self.started = 500, False
+        self.slot = ""  # the in-flight slot taken once the body arrived ("" for none)
+
+    def sender(self, send: Send) -> Send:
+        async def tagged_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                self.status, self.started = message["status"], True
+                out_headers = message.get("headers", [])
+                if not any(name.lower() == b"x-request-id" for name, _ in out_headers):
+                    message = {**message, "headers": [*out_headers, (b"x-request-id", self.request_id.encode())]}
+            try:
+                await send(message)
+            except OSError as exc:  # the client closed the connection under us
+                raise ClientGone() from exc
+
+        return tagged_send
+
+    async def refuse(self, send: Send, refusal: Refusal) -> None:
+        self.state["error_kind"] = refusal.kind
+        await _reject(send, refusal.status, refusal.kind, refusal.detail, refusal.field_name, refusal.headers)
+
+    def client_gone(self) -> None:
+        self.status = CLIENT_CLOSED
+        self.state["error_kind"] = "client_disconnect"
+
+    async def internal_error(self, send: Send) -> None:
+        """A route broke (the caller logged it): the client gets the API's 500 if nothing was sent."""
+        if not self.started:
+            self.state["error_kind"] = "internal"
+            await _reject(send, 500, "internal", "internal error (see the service log)")
+
+    def finish(self) -> None:
+        seconds = time.perf_counter() - self.t0
+        if self.slot:
+            _release(self.settings, self.slot, self.path, self.state)
+        if self.settings.observe is not None:
+            self.settings.observe(self.path, self.status, seconds, self.state.get("error_kind"))
+        if self.status >= 400 and self.status not in (404, 405):
+            log.warning("request_id=%s traceparent=%s key=%s %s %s -> %d in %.1f ms", self.request_id,
+                        self.trace or "-", self.state.get("key_name", "-"), self.scope.get("method", ""), self.path,
+                        self.status, seconds * 1000)
+
+
 class GuardMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -147,89 +208,99 @@ class GuardMiddleware:
         if scope["type"] != "http" or settings is None:
             await self.app(scope, receive, send)
             return
-        t0 = time.perf_counter()
-        path = _route_path(scope)
-        headers = dict(scope.get("headers") or [])
-        # Serve's own middleware (proxy and direct ingress) sets X-Request-ID and echoes it in the
-        # answer; the fast ingress has none, so the guard adds it to any answer that lacks it.
-        request_id = _header_text(headers.get(b"x-request-id"), _REQUEST_ID) or os.urandom(16).hex()
-        trace = _header_text(headers.get(b"traceparent"), _TRACEPARENT)
-        state = scope.setdefault("state", {})
-        state["request_id"], state["traceparent"] = request_id, trace
-        status = 500
-        started = False
-
-        async def tagged_send(message: Message) -> None:
-            nonlocal status, started
-            if message["type"] == "http.response.start":
-                status, started = message["status"], True
-                out_headers = message.get("headers", [])
-                if not any(name.lower() == b"x-request-id" for name, _ in out_headers):
-                    message = {**message, "headers": [*out_headers, (b"x-request-id", request_id.encode())]}
-            try:
-                await send(message)
-            except OSError as exc:  # the client closed the connection under us
-                raise ClientGone() from exc
-
-        client_key = ""
+        exchange = _Exchange(scope, settings)
         try:
-            try:
-                client_key = self._admit(settings, path, headers, scope, state)
-                body = await _read_body(receive, headers, settings)
-                state["body_bytes"] = len(body)
-                if body and path not in settings.open_paths:
-                    _check_json(body)
-            except Refusal as r:
-                state["error_kind"] = r.kind
-                await _reject(tagged_send, r.status, r.kind, r.detail, r.field_name, r.headers)
-            else:
-                await self.app(scope, _replay(body, receive), tagged_send)
-        except ClientGone:
-            status = CLIENT_CLOSED
-            state["error_kind"] = "client_disconnect"
-        except Exception:
-            if not started:
-                log.exception("request %s %s failed", request_id, path)
-                state["error_kind"] = "internal"
-                await _reject(tagged_send, 500, "internal", "internal error (see the service log)")
+            await self._serve(exchange, receive, exchange.sender(send))
         finally:
-            seconds = time.perf_counter() - t0
-            if client_key:
-                _release(settings, client_key, path, state)
-            if settings.observe is not None:
-                settings.observe(path, status, seconds, state.get("error_kind"))
-            if status >= 400 and status not in (404, 405):
-                log.warning("request_id=%s traceparent=%s key=%s %s %s -> %d in %.1f ms", request_id, trace or "-",
-                            state.get("key_name", "-"), scope.get("method", ""), path, status, seconds * 1000)
+            exchange.finish()
 
-    @staticmethod
-    def _admit(settings: GuardSettings, path: str, headers: dict[bytes, bytes], scope: Scope,
-               state: dict[str, Any]) -> str:
-        """Authorises the request and takes its per-client slot; returns the slot's key ("" for probes)."""
-        if path in settings.open_paths:
-            return ""
-        who = ""
-        if settings.keys.enabled:
-            who = _authorise(settings, path, headers)
-            state["key_name"] = who
-            wait = settings.limiter.acquire(who)
-            if wait > 0:
-                raise Refusal(429, "rate_limited", f"key {who} is over {settings.rate_limit_rps:g} requests/s",
-                              headers=[(b"retry-after", str(max(1, math.ceil(wait))).encode())])
-        else:
-            _check_local_caller(settings, headers, scope)
-        client = scope.get("client") or ("", 0)
-        slot = f"key:{who}" if who else f"addr:{client[0]}"
-        if path in COSTED_PATHS and (wait := settings.cost_limiter.acquire(slot, 0.0)) > 0:
-            raise Refusal(429, "over_cost_budget", f"this client used over {settings.cost_limit_s_per_s:g} s of "
-                          "decision work per second; retry later",
+    async def _serve(self, exchange: _Exchange, receive: Receive, send: Send) -> None:
+        try:
+            body = await _admit(exchange, receive)
+        except Refusal as refusal:
+            await exchange.refuse(send, refusal)
+            return
+        except ClientGone:
+            exchange.client_gone()
+            return
+        except Exception:  # noqa: BLE001  (a bug in the guard itself: logged, answered 500)
+            log.exception("request %s %s failed", exchange.request_id, exchange.path)
+            await exchange.internal_error(send)
+            return
+        try:
+            await self.app(exchange.scope, _replay(body, receive), send)
+        except ClientGone:
+            exchange.client_gone()
+        except Exception:  # noqa: BLE001  (a route broke: logged, answered 500)
+            log.exception("request %s %s failed", exchange.request_id, exchange.path)
+            await exchange.internal_error(send)
+
+
+async def _admit(exchange: _Exchange, receive: Receive) -> bytes:
+    """Authorise, read the whole body (it costs only its own connection while it arrives), check
+    it, then take the client's in-flight slot: a stalled upload never holds its key's slots."""
+    settings, path = exchange.settings, exchange.path
+    who = _check_caller(settings, path, exchange.headers, exchange.scope, exchange.state)
+    body = await _read_body_bounded(receive, exchange.headers, settings, _address(exchange.scope))
+    exchange.state["body_bytes"] = len(body)
+    if body and path not in settings.open_paths:
+        _check_json(body)
+    if who is not None:
+        exchange.slot = _take_slot(settings, who)
+    return body
+
+
+def _address(scope: Scope) -> str:
+    return str((scope.get("client") or ("", 0))[0])
+
+
+def _check_caller(settings: GuardSettings, path: str, headers: dict[bytes, bytes], scope: Scope,
+                  state: dict[str, Any]) -> str | None:
+    """Authorises the request (keys, rate and cost limits); returns its client slot name (None for probes)."""
+    if path in settings.open_paths:
+        return None
+    who = ""
+    if settings.keys.enabled:
+        who = _authorise(settings, path, headers)
+        state["key_name"] = who
+        wait = settings.limiter.acquire(who)
+        if wait > 0:
+            raise Refusal(429, "rate_limited", f"key {who} is over {settings.rate_limit_rps:g} requests/s",
                           headers=[(b"retry-after", str(max(1, math.ceil(wait))).encode())])
-        if settings.inflight.get(slot, 0) >= settings.max_inflight_per_client:
-            raise Refusal(429, "too_many_connections",
-                          f"at most {settings.max_inflight_per_client} requests in flight per client",
-                          headers=[(b"retry-after", b"1")])
-        settings.inflight[slot] = settings.inflight.get(slot, 0) + 1
-        return slot
+    else:
+        _check_local_caller(settings, headers, scope)
+    slot = f"key:{who}" if who else f"addr:{_address(scope)}"
+    if path in COSTED_PATHS and (wait := settings.cost_limiter.acquire(slot, 0.0)) > 0:
+        raise Refusal(429, "over_cost_budget", f"this client used over {settings.cost_limit_s_per_s:g} s of "
+                      "decision work per second; retry later",
+                      headers=[(b"retry-after", str(max(1, math.ceil(wait))).encode())])
+    return slot
+
+
+def _take_slot(settings: GuardSettings, slot: str) -> str:
+    if settings.inflight.get(slot, 0) >= settings.max_inflight_per_client:
+        raise Refusal(429, "too_many_connections",
+                      f"at most {settings.max_inflight_per_client} requests in flight per client",
+                      headers=[(b"retry-after", b"1")])
+    settings.inflight[slot] = settings.inflight.get(slot, 0) + 1
+    return slot
+
+
+async def _read_body_bounded(receive: Receive, headers: dict[bytes, bytes], settings: GuardSettings,
+                             address: str) -> bytes:
+    """The body, read while at most max_uploads_per_address bodies of one address are arriving
+    (each within body_timeout_s): stalled uploads cost their own connections, bounded per address."""
+    waiting = settings.uploading.get(address, 0)
+    if waiting >= settings.max_uploads_per_address:
+        raise Refusal(429, "too_many_connections", f"at most {settings.max_uploads_per_address} request bodies "
+                      "arriving at once per address", headers=[(b"retry-after", b"1")])
+    settings.uploading[address] = waiting + 1
+    try:
+        return await _read_body(receive, headers, settings)
+    finally:
+        settings.uploading[address] -= 1
+        if not settings.uploading[address]:
+            del settings.uploading[address]
 
 
 def _release(settings: GuardSettings, slot: str, path: str, state: dict[str, Any]) -> None:

@@ -25,6 +25,8 @@ class RunningService:
     owns_serve: bool
     direct_ports: list[int] = field(default_factory=list)  # replicas' own HTTP servers (direct ingress)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per start-up phase
+    plan_runner: Any = None  # the plan jobs' runner actor (None without a plan store)
+    resumed_plans: int = 0  # unfinished plan jobs the runner resumed at start-up
 
     @property
     def host(self) -> str:
@@ -34,6 +36,14 @@ class RunningService:
     def url(self) -> str:
         """Through Serve's proxy (any replica, Serve's router and backpressure)."""
         return f"http://{self.host}:{self.config.port}{self.config.route_prefix.rstrip('/')}"
+
+    @property
+    def fast_url(self) -> str:
+        """The one URL to call: the replicas' shared fast-ingress port when `fast_port` is set,
+        else the first replica's own port, else Serve's proxy."""
+        if self.config.fast_port and self.config.fast_ingress:
+            return f"http://{self.host}:{self.config.fast_port}{self.config.route_prefix.rstrip('/')}"
+        return self.direct_url or self.url
 
     @property
     def direct_url(self) -> str:
@@ -115,7 +125,23 @@ def start_service(config: ServeConfig, *, address: str | None = None, num_cpus: 
     direct = service.direct_url  # asks the registry and probes the ports: once
     if direct:
         wait_ready(direct, wait_ready_s)
+    service.plan_runner, service.resumed_plans = start_plan_runner(config, wait_ready_s)
     return service
+
+
+def start_plan_runner(config: ServeConfig, timeout_s: float) -> tuple[Any, int]:
+    """The plan runner, started now so that unfinished jobs resume without waiting for a request;
+    (None, 0) when the service has no plan store."""
+    import ray
+
+    from serve.plan_api import plan_settings
+    from serve.plan_runner import get_runner
+
+    settings = plan_settings(config)
+    if settings is None:
+        return None, 0
+    runner = get_runner(settings, config.registry_namespace)
+    return runner, ray.get(runner.ready.remote(), timeout=timeout_s)
 
 
 def wait_direct_ports(registry: Any, config: ServeConfig, timeout_s: float) -> list[int]:
@@ -128,11 +154,11 @@ def wait_direct_ports(registry: Any, config: ServeConfig, timeout_s: float) -> l
     deadline = time.monotonic() + timeout_s
     ports: list[int] = []
     while time.monotonic() < deadline:
-        ports = live_direct_ports(registry)
+        ports = live_direct_ports(registry, distinct=False)  # replicas sharing fast_port report one port
         if len(ports) >= want:
-            return ports
+            return sorted(set(ports))
         time.sleep(0.2)
-    return ports
+    return sorted(set(ports))
 
 
 def accepts_connection(host: str, port: int) -> bool:
@@ -145,11 +171,13 @@ def accepts_connection(host: str, port: int) -> bool:
         return False
 
 
-def live_direct_ports(registry: Any) -> list[int]:
+def live_direct_ports(registry: Any, distinct: bool = True) -> list[int]:
+    """The live replicas' direct-ingress ports (one per replica when not `distinct`)."""
     import ray
 
     replicas = ray.get(registry.status.remote(), timeout=10)["replicas"]
-    return sorted({r["direct_port"] for r in replicas.values() if r.get("alive") and r.get("direct_port")})
+    ports = [r["direct_port"] for r in replicas.values() if r.get("alive") and r.get("direct_port")]
+    return sorted(set(ports)) if distinct else ports
 
 
 def target_model(config: ServeConfig, manifest: Any, *, replace: bool) -> Any:
@@ -186,6 +214,9 @@ def stop_service(service: RunningService) -> None:
     import ray
     from ray import serve
 
+    if service.plan_runner is not None:  # first: its unfinished jobs resume in the next service's runner
+        with contextlib.suppress(Exception):
+            ray.kill(service.plan_runner)
     try:
         serve.delete(service.config.app_name)
     finally:

@@ -20,7 +20,10 @@ class ServeOptions:
 
     model: str = option(None, "--model", help="model directory or store URL (s3://) with manifest.json")
     host: str = option(None, help="listen address (default 127.0.0.1)")
-    port: int = option(None, help="listen port (default 8000)")
+    port: int = option(None, help="the service's one URL: every replica's fast ingress (default 8000)")
+    proxy_port: int = option(None, "--proxy-port", help="Ray Serve's proxy, kept for compatibility (default: port + 1)")
+    plan_llm: str = option(None, "--plan-llm", help="agents of /v1/plans jobs: sim[:...] (a known task_id) or "
+                                                    "openai:MODEL@URL")
     address: str = option(None, help="join this Ray cluster instead of starting Ray in-process")
     config: Path = option(None, "--config", exists=True, dir_okay=False, help="serve.yaml")
     num_cpus: int = option(2, help="CPUs for the in-process Ray")
@@ -73,8 +76,10 @@ def start(options: ServeOptions) -> tuple[ServeConfig, Any]:
     from train.manifest import ManifestError
 
     try:
-        cfg = ServeConfig.load(options.config, model=options.model, host=options.host, port=options.port,
-                               runtime=options.runtime, num_replicas=options.replicas, insecure=options.insecure)
+        cfg = one_url(ServeConfig.load(options.config, model=options.model, host=options.host,
+                                       runtime=options.runtime, num_replicas=options.replicas,
+                                       insecure=options.insecure, plan_llm=options.plan_llm),
+                      options.port, options.proxy_port)
         if not cfg.model:
             raise ConfigError("no model: pass --model or set `model:` in the config")
         if str(cfg.model).startswith(("s3://", "s3a://")):
@@ -90,19 +95,33 @@ def start(options: ServeOptions) -> tuple[ServeConfig, Any]:
         raise typer.Exit(2) from exc
 
 
+def one_url(cfg: ServeConfig, port: int | None, proxy_port: int | None) -> ServeConfig:
+    """`--port` is the replicas' shared fast ingress (the URL printed first); Serve's proxy moves to
+    `--proxy-port` (default port + 1). With the fast ingress off, `--port` is the proxy's, as before."""
+    from dataclasses import replace
+
+    if not cfg.fast_ingress:
+        return replace(cfg, port=port or cfg.port).validate()
+    fast = port or cfg.fast_port or cfg.port
+    proxy = proxy_port or (cfg.port if cfg.port != fast else fast + 1)
+    return replace(cfg, fast_port=fast, port=proxy).validate()
+
+
 def announce(cfg: ServeConfig, service: Any) -> None:
-    """What is served where, once it answers /readyz."""
+    """What is served where, once it answers /readyz: the one URL first (the replicas' fast
+    ingress), then Serve's proxy."""
     import os
 
     import httpx
 
-    ready = httpx.get(f"{service.url}/readyz", timeout=10).json()
+    url = service.fast_url
+    ready = httpx.get(f"{url}/readyz", timeout=10).json()
     if os.environ.get("HALO_SERVE_TIMINGS") == "1":
         typer.echo("start-up: " + ", ".join(f"{k} {v:.1f}s" for k, v in service.timings.items()), err=True)
     typer.echo(f"serving {ready['name']} version {ready['version']} ({ready['policy_class']}, "
-               f"runtime {ready['runtime']}) at {service.url}")
-    typer.echo(f"  POST {service.url}/v1/decide   docs: {service.url}/docs   metrics: {service.url}/metrics")
-    if service.direct_url:
-        typer.echo(f"  direct ingress (the fast path, no proxy hop): {service.direct_url}")
+               f"runtime {ready['runtime']}) at {url}")
+    typer.echo(f"  POST {url}/v1/decide   POST {url}/v1/plans   docs: {url}/docs   metrics: {url}/metrics")
+    if url != service.url:
+        typer.echo(f"  Ray Serve's proxy (compatibility; slower): {service.url}")
     if cfg.key_ring().enabled:
         typer.echo("  API keys required (Authorization: Bearer KEY); admin routes need an admin key")

@@ -120,10 +120,14 @@ def test_openapi_matches_the_routes(cluster, client, admin):
     assert documented == {
         ("/v1/decide", "POST"), ("/v1/decide/batch", "POST"), ("/v1/feedback", "POST"),
         ("/v1/admin/model", "GET"), ("/v1/admin/model", "POST"), ("/v1/admin/rollback", "POST"),
+        ("/v1/plans", "POST"), ("/v1/plans/{job_id}", "GET"), ("/v1/plans/{job_id}", "DELETE"),
+        ("/v1/plans/{job_id}/events", "GET"),
         ("/healthz", "GET"), ("/readyz", "GET"), ("/metrics", "GET")}
     for path, method in documented:
         c = admin if path.startswith("/v1/admin/") else client
-        if method == "GET":
+        if "{job_id}" in path:  # no such job: 404 in the API's error shape
+            assert c.request(method, path.replace("{job_id}", "plan-none")).json()["error"] == "not_found", path
+        elif method == "GET":
             assert c.get(path).status_code == 200, path
         elif path != "/v1/admin/rollback":  # rollback is exercised in test_updates
             assert c.request(method, path, json={}).status_code == 422, path
@@ -134,6 +138,11 @@ def test_openapi_matches_the_routes(cluster, client, admin):
     assert decide["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/StateIn")
     assert {"401", "408", "413", "422", "429", "503"} <= set(decide["responses"])
     assert decide["security"] == [{"bearerAuth": []}]
+    plans = doc["paths"]["/v1/plans"]["post"]
+    assert {"202", "401", "408", "409", "413", "422", "429", "503"} <= set(plans["responses"])
+    assert any(p["name"] == "idempotency-key" and p["in"] == "header" for p in plans["parameters"])
+    assert {"200", "404", "503"} <= set(doc["paths"]["/v1/plans/{job_id}"]["get"]["responses"])
+    assert "text/event-stream" in doc["paths"]["/v1/plans/{job_id}/events"]["get"]["responses"]["200"]["content"]
     assert doc["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
     assert set(doc["components"]["schemas"]["DecisionOut"]["properties"]) >= {
         "agent_id", "agent_name", "decided_by", "policy_version", "latency_ms"}

@@ -257,11 +257,10 @@ def test_200_stalled_clients_cost_only_their_own_requests(cluster, auth):
                     worst = max(worst, time.perf_counter() - t0)
                     assert r.status_code == 200, (url, r.text)
         assert worst < 1.0, f"slowest answer {worst:.3f} s with 200 stalled clients"
-        # the staller's own extra requests are refused at once, not queued
+        # a stalled upload holds no in-flight slot of its key: the staller's key still answers
         r = httpx.post(f"{cluster.direct_url}/v1/decide", json=symptom_state(0).to_dict(),
                        headers={"Authorization": f"Bearer {stall_key}"}, timeout=5)
-        _refused(r, 429)
-        assert r.headers["retry-after"]
+        assert r.status_code == 200, r.text
     finally:
         for s in stalled:
             s.close()

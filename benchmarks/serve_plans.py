@@ -1,0 +1,234 @@
+"""Plan jobs under load: `python benchmarks/serve.py --plans [--jobs 200] [--latency-ms 2500]`.
+
+One service (2 replicas on the one URL, a plan store in a temporary directory, the simulated
+agents sleeping their latency in real time: `sim:realtime=1`, the real planner and validator in
+the sandbox). First /v1/decide alone: a probe sends one decision every --probe-gap-ms for
+--probe-s seconds (the baseline: half before the jobs, half after). Between the two halves
+--jobs plan jobs are submitted at once and followed to their end while the same probe runs.
+Reported: jobs/s (jobs over the wall time from the first submission to the last end), outcomes,
+LLM calls and dollars against the jobs' budgets, the runner's LLM gate (calls, tokens).
+Targets (95% bounds, benchmarks/bounds.py):
+1. /v1/decide p99 during the plan jobs <= 2x its p99 without them (bootstrap upper bound)
+2. every job ends (succeeded or failed, none stuck) within --deadline-s, and no answer is a 5xx
+Simulated-world figures (llm_backend=sim), never mixed with real-LLM ones. Exit 1 on a miss.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks.bounds import quantile, ratio_upper
+from benchmarks.http_load import Conn
+
+TASKS = [f"planbench/blocksworld/instance-{i}" for i in range(2, 10)]
+BUDGET = {"max_steps": 8, "max_llm_calls": 20, "max_usd": 1.0, "max_seconds": 600.0}
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--plans", action="store_true", help="(selects this run from benchmarks/serve.py)")
+    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--latency-ms", type=float, default=2500.0, help="median simulated LLM latency (real time)")
+    parser.add_argument("--probe-s", type=float, default=20.0, help="baseline probe duration")
+    parser.add_argument("--probe-gap-ms", type=float, default=20.0)
+    parser.add_argument("--deadline-s", type=float, default=600.0)
+    parser.add_argument("--submit-rate", type=float, default=100.0, help="job submissions per second")
+    parser.add_argument("--poll-s", type=float, default=3.0, help="how often each job is polled")
+    parser.add_argument("--replicas", type=int, default=2)
+    parser.add_argument("--num-cpus", type=int, default=2)
+    parser.add_argument("--plan-cpus", type=int, nargs="*", default=[],
+                        help="CPUs for the plan runner and its solvers (config plan_cpus; default any)")
+    parser.add_argument("--json", action="store_true")
+    return parser.parse_args()
+
+
+def start(args: argparse.Namespace, work: Path) -> Any:
+    from benchmarks.serve import training_episodes
+    from serve.config import ServeConfig
+    from serve.launcher import start_service
+    from serve.ports import free_port
+    from train.fast_policy import train_fast_policy
+
+    train_fast_policy(training_episodes(), work / "fast", name="bench-fast")
+    cfg = ServeConfig(model=str(work / "fast"), port=free_port(), fast_port=free_port(), app_name="bench-plans",
+                      num_replicas=args.replicas, replica_num_cpus=0, registry_name="reg-bench-plans",
+                      plan_store=str(work / "store"), plan_llm=f"sim:realtime=1,latency_ms={args.latency_ms:g}",
+                      plan_max_running=args.jobs, plan_max_jobs=max(256, args.jobs),
+                      plan_max_jobs_per_key=max(256, args.jobs), max_inflight_per_client=1024,
+                      max_ongoing_requests=256, max_queued_requests=2048, plan_cpus=list(args.plan_cpus))
+    return start_service(cfg, num_cpus=args.num_cpus)
+
+
+async def probe(host: str, port: int, gap_s: float, stop: Any, out: list[float]) -> int:
+    """One /v1/decide at a time, every gap_s, until `stop` is set; milliseconds into `out`; returns non-200s."""
+    from benchmarks.serve import model_state
+
+    conn, errors, i = Conn(host, port), 0, 0
+    try:
+        while not stop.is_set():
+            body = json.dumps(model_state(i).to_dict()).encode()
+            t0 = time.perf_counter()
+            status, _ = await conn.post("/v1/decide", body)
+            out.append((time.perf_counter() - t0) * 1000.0)
+            errors += status != 200
+            i += 1
+            await asyncio.sleep(gap_s)
+    finally:
+        conn.close()
+    return errors
+
+
+def _probe_process(host: str, port: int, gap_s: float, stop: Any, results: Any) -> None:
+    out: list[float] = []
+    errors = asyncio.run(probe(host, port, gap_s, stop, out))
+    results.put((out, errors))
+
+
+class Prober:
+    """The probe in a process of its own: the benchmark's own HTTP client (submissions, polls) must
+    not delay the probe's requests inside one event loop and show up as the service's latency."""
+
+    def __init__(self, host: str, port: int, gap_s: float) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._stop, self._results = ctx.Event(), ctx.Queue()
+        self._proc = ctx.Process(target=_probe_process, args=(host, port, gap_s, self._stop, self._results))
+        self._proc.start()
+
+    def finish(self) -> tuple[list[float], int]:
+        self._stop.set()
+        out, errors = self._results.get(timeout=120)
+        self._proc.join(timeout=30)
+        return out, errors
+
+
+async def submit_all(client: httpx.AsyncClient, n: int, rate_per_s: float) -> tuple[list[str], int]:
+    """n jobs, submitted at `rate_per_s` (their clients arrive over a few seconds; every job still
+    runs alongside the others): (job IDs, failed submissions)."""
+    bodies = [{"task_description": "Arrange the blocks as the task says.", "task_id": TASKS[i % len(TASKS)],
+               "seed": i // len(TASKS), "budget": BUDGET} for i in range(n)]
+
+    async def one(i: int) -> httpx.Response:
+        await asyncio.sleep(i / rate_per_s)
+        return await client.post("/v1/plans", json=bodies[i], headers={"Idempotency-Key": f"bench-{i}"})
+
+    created = await asyncio.gather(*(one(i) for i in range(n)))
+    ids = [r.json()["id"] for r in created if r.status_code == 202]
+    return ids, n - len(ids)
+
+
+async def follow(client: httpx.AsyncClient, ids: list[str], period_s: float, deadline: float
+                 ) -> tuple[dict[str, dict[str, Any]], int]:
+    """Each job polled once per period_s, the polls spread evenly over the period (independent
+    clients, not one burst): (final jobs, 5xx answers)."""
+    finals: dict[str, dict[str, Any]] = {}
+    server_errors = 0
+    while len(finals) < len(ids) and time.monotonic() < deadline:
+        pending = [j for j in ids if j not in finals]
+        gap = period_s / len(pending)
+        for job_id in pending:
+            t0 = time.monotonic()
+            r = await client.get(f"/v1/plans/{job_id}")
+            server_errors += r.status_code >= 500
+            if r.status_code == 200 and r.json()["status"] in ("succeeded", "failed", "cancelled"):
+                finals[job_id] = r.json()
+            await asyncio.sleep(max(0.0, gap - (time.monotonic() - t0)))
+    return finals, server_errors
+
+
+async def run_jobs(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], float, int]:
+    """Submit the jobs, follow them to their end: (final jobs, seconds, 5xx answers + failed submissions)."""
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=httpx.Limits(max_connections=32)) as client:
+        t0 = time.monotonic()
+        ids, refused = await submit_all(client, args.jobs, args.submit_rate)
+        finals, server_errors = await follow(client, ids, args.poll_s, t0 + args.deadline_s)
+        return finals, time.monotonic() - t0, server_errors + refused
+
+
+async def probe_for(host: str, port: int, gap_s: float, seconds: float, out: list[float]) -> int:
+    prober = Prober(host, port, gap_s)
+    await asyncio.sleep(seconds)
+    samples, errors = prober.finish()
+    out.extend(samples)
+    return errors
+
+
+async def measure(args: argparse.Namespace, svc: Any) -> dict[str, Any]:
+    """The baseline (half before the jobs, half after: background drift hits both sides), and the
+    probe while the jobs run."""
+    from urllib.parse import urlparse
+
+    u = urlparse(svc.fast_url)
+    host, port, gap = u.hostname or "127.0.0.1", u.port or 80, args.probe_gap_ms / 1000
+    base: list[float] = []
+    errors = await probe_for(host, port, gap, args.probe_s / 2, base)
+    prober = Prober(host, port, gap)
+    finals, seconds, server_errors = await run_jobs(svc.fast_url, args)
+    during, during_errors = prober.finish()
+    errors += during_errors + await probe_for(host, port, gap, args.probe_s / 2, base)
+    return {"base": base, "during": during, "finals": finals, "seconds": seconds,
+            "server_errors": server_errors, "probe_errors": errors}
+
+
+def report(args: argparse.Namespace, m: dict[str, Any], gate: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    finals = list(m["finals"].values())
+    outcomes = {s: sum(j["status"] == s for j in finals) for s in ("succeeded", "failed", "cancelled")}
+    calls, usd = sum(j["llm_calls"] for j in finals), sum(j["cost_usd"] for j in finals)
+    p99_x = ratio_upper(m["during"], m["base"], 0.99)
+    figures = {
+        "jobs": args.jobs, "ended": len(finals), "outcomes": outcomes, "seconds": round(m["seconds"], 1),
+        "jobs_per_s": round(len(finals) / m["seconds"], 3) if m["seconds"] else 0.0,
+        "validated": sum(bool(j["validated"]) for j in finals),
+        "llm_calls": calls, "llm_calls_budget": args.jobs * BUDGET["max_llm_calls"],
+        "cost_usd": round(usd, 4), "usd_budget": args.jobs * BUDGET["max_usd"], "llm_gate": gate,
+        "decide_ms": {"base_p50": quantile(m["base"], 0.5), "base_p99": quantile(m["base"], 0.99),
+                      "during_p50": quantile(m["during"], 0.5), "during_p99": quantile(m["during"], 0.99),
+                      "base_n": len(m["base"]), "during_n": len(m["during"])},
+        "p99_ratio_upper": round(p99_x, 3), "server_errors": m["server_errors"], "probe_errors": m["probe_errors"]}
+    checks = {"decide p99 during plans <= 2x without (95% upper bound)": p99_x <= 2.0,
+              f"all {args.jobs} jobs end within {args.deadline_s:g} s": len(finals) == args.jobs,
+              "no 5xx and no failed probe": m["server_errors"] == 0 and m["probe_errors"] == 0}
+    return figures, [name for name, ok in checks.items() if not ok]
+
+
+def print_report(figures: dict[str, Any], missed: list[str]) -> None:
+    d = figures["decide_ms"]
+    print(f"\nPlan jobs under load (simulated world, real-time LLM latency; {figures['jobs']} jobs)\n")
+    print(f"jobs ended {figures['ended']}/{figures['jobs']} in {figures['seconds']} s: "
+          f"{figures['jobs_per_s']} jobs/s; outcomes {figures['outcomes']}; validated plans {figures['validated']}")
+    print(f"LLM calls {figures['llm_calls']} of {figures['llm_calls_budget']} budgeted "
+          f"({100 * figures['llm_calls'] / max(1, figures['llm_calls_budget']):.1f}%); "
+          f"${figures['cost_usd']} of ${figures['usd_budget']:g}; runner gate {figures['llm_gate']}")
+    print(f"/v1/decide without plans: p50 {d['base_p50']:.2f} ms, p99 {d['base_p99']:.2f} ms (n={d['base_n']}); "
+          f"during: p50 {d['during_p50']:.2f} ms, p99 {d['during_p99']:.2f} ms (n={d['during_n']})")
+    print(f"p99 ratio, 95% upper bound: {figures['p99_ratio_upper']}x (target <= 2x); "
+          f"5xx: {figures['server_errors']}, probe errors: {figures['probe_errors']}")
+    print("\nall targets met" if not missed else "\nmissed: " + "; ".join(missed))
+
+
+def main() -> int:
+    import ray
+    from ray import serve
+
+    args = parse_args()
+    work = Path(tempfile.mkdtemp(prefix="halo-bench-plans-"))
+    svc = start(args, work)
+    try:
+        m = asyncio.run(measure(args, svc))
+        gate = ray.get(svc.plan_runner.stats.remote(), timeout=30)
+        figures, missed = report(args, m, gate)
+        print_report(figures, missed)
+        if args.json:
+            print(json.dumps({**figures, "missed": missed, "passed": not missed}, default=str))
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+    return 0 if not missed else 1

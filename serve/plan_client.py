@@ -1,0 +1,112 @@
+"""The plan jobs' client: `plan()` (submit and wait), `plan_async()` (submit, return the job at
+once) and `wait()` (follow a job to its end, calling `on_progress` on every change).
+
+Built on the decision client (same key, retries of transport errors, 429 and 5xx honouring
+Retry-After, typed errors `DecisionServiceError`). Every submission carries an Idempotency-Key
+(a fresh one unless given), so a retried POST can never start a second job.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import httpx
+from tenacity import Retrying
+
+from rollout.policies.student_client import DecisionClient, DecisionServiceError, _retry_options, _Transient
+from serve.plan_schemas import TERMINAL
+
+
+@dataclass
+class PlanJob:
+    """A job as GET /v1/plans/{id} shows it (serve/plan_schemas.py PlanOut)."""
+
+    id: str
+    status: str
+    plan: str = ""
+    natural_language_plan: str = ""
+    validated: bool = False
+    oracle: bool | None = None
+    domain: str = ""
+    problem: str = ""
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    llm_calls: int = 0
+    cost_usd: float = 0.0
+    error: str = ""
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    resumed: int = 0
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PlanJob:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+class PlanClient(DecisionClient):
+    """DecisionClient plus the /v1/plans routes (blocking)."""
+
+    def _request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+                 ) -> dict[str, Any]:
+        what = f"{method} {path}"
+
+        def attempt() -> dict[str, Any]:
+            try:
+                response = self._client.request(method, path, json=body, headers=headers)
+            except httpx.HTTPError as exc:
+                return self._check(None, exc, what)
+            if response.status_code == 202:
+                return response.json()  # type: ignore[no-any-return]
+            return self._check(response, None, what)
+
+        try:
+            return Retrying(sleep=time.sleep, reraise=True, **_retry_options(self.retry))(attempt)
+        except _Transient as last:
+            raise self._failure(last.response, last.error, what) from last.error
+
+    def plan_async(self, request: dict[str, Any], idempotency_key: str | None = None) -> PlanJob:
+        """Start a job (or find the one this key already started) and return it at once."""
+        key = idempotency_key or uuid.uuid4().hex
+        created = self._request("POST", "/v1/plans", request, {"Idempotency-Key": key})
+        return PlanJob(id=created["id"], status=created["status"])
+
+    def job(self, job_id: str) -> PlanJob:
+        return PlanJob.from_json(self._request("GET", f"/v1/plans/{job_id}"))
+
+    def cancel(self, job_id: str) -> PlanJob:
+        return PlanJob.from_json(self._request("DELETE", f"/v1/plans/{job_id}"))
+
+    def wait(self, job: PlanJob | str, *, timeout_s: float = 600.0, poll_s: float = 0.5,
+             on_progress: Callable[[PlanJob], None] | None = None) -> PlanJob:
+        """Follow the job until it ends; `on_progress(job)` on each new step or status."""
+        job_id = job if isinstance(job, str) else job.id
+        deadline = time.monotonic() + timeout_s
+        seen: tuple[str, int] = ("", -1)
+        while True:
+            current = self.job(job_id)
+            if (current.status, len(current.steps)) != seen:
+                seen = (current.status, len(current.steps))
+                if on_progress is not None:
+                    on_progress(current)
+            if current.done:
+                return current
+            if time.monotonic() >= deadline:
+                raise DecisionServiceError(f"plan job {job_id} not finished after {timeout_s:g} s "
+                                           f"(status {current.status}, {len(current.steps)} steps)")
+            time.sleep(poll_s)
+
+    def plan(self, request: dict[str, Any], *, idempotency_key: str | None = None, timeout_s: float = 600.0,
+             on_progress: Callable[[PlanJob], None] | None = None) -> PlanJob:
+        """Start a job and wait for its end: the final job (status succeeded, failed or cancelled)."""
+        return self.wait(self.plan_async(request, idempotency_key), timeout_s=timeout_s, on_progress=on_progress)
+
+    def __enter__(self) -> PlanClient:
+        return self
