@@ -74,7 +74,7 @@ def check_oracle(episode: EpisodeRecord, plan: str, tasks_spec: str) -> tuple[bo
         return None, "task unknown to the service: oracle not checked"
     name_map = None
     if episode.llm_backend == "sim":  # the simulated world renames deterministically from (task, seed)
-        from rollout.loop.backends import SimAgents
+        from rollout.sim.backend import SimAgents
 
         name_map = SimAgents().world(task, episode.seed).name_map  # type: ignore[arg-type]
     verdict = check_plan(task, plan, name_map=name_map)  # type: ignore[arg-type]

@@ -21,9 +21,9 @@ def register(app: typer.Typer) -> None:
         """Run one episode; print which agent ran at each step, why, and what the solvers said."""
         from dataclasses import asdict
 
-        from rollout.loop.backends import SimAgents
         from rollout.loop.episode import EpisodeConfig, run_episode_sync
         from rollout.policies import PolicySpecError, make_policy
+        from rollout.sim.backend import SimAgents
         from rollout.sim.spec import is_sim_spec, sim_config_for
         from rollout.tasks import TaskSpecError, find_task
 

@@ -181,8 +181,9 @@ def run_gate_episodes(model_dir: Path, tasks: list[Task], *, seeds: list[int], r
     """Episodes of the rules-first policy in `model_dir` on `tasks` x `seeds` (in this process), in the
     world `llm` names (a sim spec's world file applies here too)."""
     from rollout.driver.worker import parse_llm_spec
-    from rollout.loop.backends import LLMAgents, SimAgents
+    from rollout.loop.backends import LLMAgents
     from rollout.loop.episode import EpisodeConfig, run_episode
+    from rollout.sim.backend import SimAgents
     from rollout.sim.spec import sim_config_for
     from train.policies import load_policy
 

@@ -44,8 +44,17 @@ class ChatBackend(Protocol):
     async def chat(self, messages: list[dict[str, str]], *, purpose: str) -> Any: ...
 
 
-class SimulatedAgents(Protocol):
-    """The simulated world's stand-in for LLM agents within one episode (rollout.sim)."""
+@dataclass
+class Draft:
+    """The PDDL an episode starts from, when its agent backend drafts one (empty strings: none)."""
+
+    domain: str
+    problem: str
+    plan: str
+
+
+class LLMStandIn(Protocol):
+    """Plays every LLM agent of one episode in place of a chat endpoint (the simulated world is one)."""
 
     def apply_llm_agent(
         self, agent_id: int, state: EpisodeState, *, dynamic_profile: str | None = None
@@ -54,13 +63,14 @@ class SimulatedAgents(Protocol):
 
 @dataclass
 class AgentContext:
-    """Per-episode resources an agent may use. Exactly one of `llm` / `sim` is set for LLM agents."""
+    """Per-episode resources an agent may use. For LLM agents `stand_in`, when set, plays the LLM;
+    otherwise they call `llm`."""
 
     task: Task
     limits: Limits
     rng: random.Random
     llm: ChatBackend | None = None
-    sim: SimulatedAgents | None = None
+    stand_in: LLMStandIn | None = None
     llm_backend_name: str = "sim"
     extras: dict[str, Any] = field(default_factory=dict)
 

@@ -1,7 +1,7 @@
 """LLM agents 0-10, 12, 18-20, the NoOp agent (11) and the dynamic agent (21).
 
-Each LLM agent is one class, generated from its AGENT_TABLE row. In the simulated world (ctx.sim set) the world plays
-the LLM; otherwise the real call path (prompts, extraction, client) in rollout.agents.llm_call
+Each LLM agent is one class, generated from its AGENT_TABLE row. When a stand-in plays the LLM (ctx.stand_in: the
+simulated world), it answers; otherwise the real call path (prompts, extraction, client) in rollout.agents.llm_call
 does. Neither path raises for bad model output: a failed call is an AgentOutcome with ok=False.
 """
 
@@ -13,19 +13,19 @@ from rollout.core.state import EpisodeState
 
 
 class LLMAgent(Agent):
-    """Common path for every LLM agent: simulated world or a real chat backend."""
+    """Common path for every LLM agent: a stand-in (the simulated world) or a real chat backend."""
 
     async def apply(self, state: EpisodeState, ctx: AgentContext, *, dynamic_profile: str | None = None
                     ) -> AgentOutcome:
-        if ctx.sim is not None:
-            outcome = ctx.sim.apply_llm_agent(self.agent_id, state, dynamic_profile=dynamic_profile)
-            wait = getattr(ctx.sim, "wait", None)
+        if ctx.stand_in is not None:
+            outcome = ctx.stand_in.apply_llm_agent(self.agent_id, state, dynamic_profile=dynamic_profile)
+            wait = getattr(ctx.stand_in, "wait", None)
             if wait is not None:
                 return await wait(outcome, state)
             return outcome
         if ctx.llm is None:
             return AgentOutcome(state.domain, state.problem, ok=False,
-                                message=f"{self.name}: no LLM backend and no simulated world configured")
+                                message=f"{self.name}: no LLM backend and no stand-in configured")
         from rollout.agents.llm_call import run_real_llm_agent
 
         return await run_real_llm_agent(self.agent_id, state, ctx, dynamic_profile=dynamic_profile)

@@ -142,7 +142,8 @@ def agent_backend_for(spec: str, *, pool: int = 512) -> AgentBackend:
     """The agent backend of an --llm spec: the simulated world (its calls over HTTP when the spec
     names a base_url) or real LLM agents on one OpenAI-protocol client of `pool` connections."""
     from rollout.llm import LLMConfig, OpenAIChatClient, config_from_env
-    from rollout.loop.backends import LLMAgents, SimAgents
+    from rollout.loop.backends import LLMAgents
+    from rollout.sim.backend import SimAgents
     from rollout.sim.spec import parse_sim_spec
 
     backend, model, base_url = parse_llm_spec(spec)
@@ -331,8 +332,8 @@ class RolloutWorker:
             self._in_flight -= 1
 
     async def _episode(self, spec: EpisodeSpec) -> EpisodeRecord:
-        from rollout.loop.backends import SimAgents
         from rollout.loop.episode import EpisodeConfig, run_episode
+        from rollout.sim.backend import SimAgents
 
         s = self.setup
         # backend= is what run_episode uses; the other fields describe it for custom episode functions

@@ -1,9 +1,9 @@
 """The agent backends a RefinementEnv (rollout/loop/env.py) is given: where its LLM agents do their work.
 
-- `SimAgents`: the simulated agent world (rollout/sim); one `SimWorld` per episode drafts the
-  starting PDDL and plays the LLM for every LLM agent. An optional transport (an
-  OpenAI-protocol client) makes each simulated call also travel over HTTP.
 - `LLMAgents`: real LLM agents calling a chat backend; the loop starts from an empty domain.
+- Named backends (`BACKENDS`): a backend that plays the LLM agents itself, registered by name as
+  "module:factory" so the loop never imports it. "sim" is the simulated agent world
+  (rollout/sim/backend.py: `SimAgents`), which drafts the starting PDDL and plays every LLM agent.
 
 A backend is built once (per worker, per command) and shared by all its episodes; `world()` is
 called once per episode by `RefinementEnv.reset`.
@@ -11,27 +11,17 @@ called once per episode by `RefinementEnv.reset`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from rollout.agents.base import ChatBackend
-from rollout.sim.world import SimConfig, SimWorld
 from rollout.tasks.base import Task
+from solvers.registry import Registry
 
-
-@dataclass
-class SimAgents:
-    """The simulated world as the backend; episodes are labelled llm_backend="sim"."""
-
-    config: SimConfig = field(default_factory=SimConfig)
-    transport: ChatBackend | None = None
-    name: str = "sim"
-
-    @property
-    def llm(self) -> ChatBackend | None:
-        return self.transport
-
-    def world(self, task: Task, seed: int) -> SimWorld:
-        return SimWorld(task, self.config, seed=seed, transport=self.transport)
+# A factory takes (the world's config or None for its default, the transport client or None).
+BACKENDS: Registry[Callable[[Any, ChatBackend | None], Any]] = Registry("agent backend")
+BACKENDS.register("sim", "rollout.sim.backend:sim_backend")
 
 
 @dataclass
@@ -43,3 +33,10 @@ class LLMAgents:
 
     def world(self, task: Task, seed: int) -> None:
         return None
+
+
+def backend_named(name: str, world_config: Any, llm: ChatBackend | None) -> Any:
+    """The agent backend for an episode's `llm_backend` label: a registered one, else real LLM agents."""
+    if name in BACKENDS.names():
+        return BACKENDS.get(name)(world_config, llm)
+    return LLMAgents(name, llm)

@@ -20,10 +20,10 @@ from __future__ import annotations
 import asyncio
 import random
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import solvers
-from rollout.agents.base import AgentContext, AgentOutcome, ChatBackend, SimulatedAgents, make_agent
+from rollout.agents.base import AgentContext, AgentOutcome, ChatBackend, Draft, LLMStandIn, make_agent
 from rollout.core.agent_table import NATURAL_LANGUAGE_ID, NOOP_ID, agent_name
 from rollout.core.decision import Decision
 from rollout.core.infra import infra_reason
@@ -33,16 +33,13 @@ from rollout.loop.evaluation import evaluate
 from rollout.loop.oracle import check_plan
 from rollout.tasks.base import Task
 
-if TYPE_CHECKING:
-    from rollout.sim.world import Draft
-
 
 class EnvStateError(RuntimeError):
     """The environment was used out of order (step before reset, after done, after close)."""
 
 
-class World(SimulatedAgents, Protocol):
-    """One episode's simulated agents: they also draft the PDDL the loop starts from."""
+class World(LLMStandIn, Protocol):
+    """One episode's stand-in for the LLM agents (the simulated world): it also drafts the PDDL the loop starts from."""
 
     def draft(self) -> Draft: ...
 
@@ -113,7 +110,7 @@ class RefinementEnv:
         self._task, self._state = task, None
         self._world = self.backend.world(task, seed)
         rng = random.Random(f"agents|{seed}|{task.task_id}")
-        self._ctx = AgentContext(task=task, limits=self.limits, rng=rng, llm=self.backend.llm, sim=self._world,
+        self._ctx = AgentContext(task=task, limits=self.limits, rng=rng, llm=self.backend.llm, stand_in=self._world,
                                  llm_backend_name=self.backend.name)
         state = EpisodeState(task_description=task.description, spec_json=task.spec_json,
                              target_planner=task.target_planner)

@@ -7,7 +7,7 @@ a dependency failing past its retries (LLM endpoint, student service, a solver t
 start) ends the episode with EpisodeRecord.infra_error set (not an outcome, rollout/core/infra.py);
 the policy itself breaking (a bug) ends it with EpisodeRecord.error set.
 `EpisodeConfig.backend` injects the agent backend; without it the backend follows `llm_backend`
-("sim": the simulated world with `sim` and `llm` as transport).
+(rollout/loop/backends.py: "sim" is the simulated world, with `sim` as its config and `llm` as transport).
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ import json
 import time
 import traceback
 from dataclasses import dataclass, field
+from typing import Any
 
 import solvers
 from rollout.agents.base import ChatBackend
 from rollout.core.decision import Policy
 from rollout.core.infra import infra_reason
 from rollout.core.trajectory import EpisodeRecord
-from rollout.loop.backends import LLMAgents, SimAgents
+from rollout.loop.backends import backend_named
 from rollout.loop.env import AgentBackend, RefinementEnv
-from rollout.sim.world import SimConfig
 from rollout.tasks.base import Task
 
 
@@ -37,7 +37,7 @@ class EpisodeConfig:
     seed: int = 0
     run_id: str = "adhoc"
     limits: solvers.Limits = field(default_factory=solvers.Limits)
-    sim: SimConfig | None = field(default_factory=SimConfig)
+    sim: Any = None  # the world's config when llm_backend names a registered backend ("sim": a SimConfig)
     llm: ChatBackend | None = None
     code_version: str = ""
     render_natural_language: bool = True
@@ -46,9 +46,7 @@ class EpisodeConfig:
     def agent_backend(self) -> AgentBackend:
         if self.backend is not None:
             return self.backend
-        if self.llm_backend == "sim":
-            return SimAgents(self.sim or SimConfig(), transport=self.llm)
-        return LLMAgents(self.llm_backend, self.llm)
+        return backend_named(self.llm_backend, self.sim, self.llm)
 
 
 def episode_id_for(run_id: str, task_id: str, seed: int) -> str:

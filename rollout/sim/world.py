@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from rollout.agents.base import AgentOutcome
+from rollout.agents.base import AgentOutcome, Draft
 from rollout.core.agent_table import DYNAMIC_AGENT_ID, EMERGENCY_ID, NATURAL_LANGUAGE_ID, agent_name
 from rollout.core.state import EpisodeState
 from rollout.pddl.printer import to_text
@@ -100,15 +100,8 @@ class SimConfig:
                    teacher_prices=copy.deepcopy(world.teacher_prices), world_name=world.name, **run_settings)
 
 
-@dataclass
-class Draft:
-    domain: str
-    problem: str
-    plan: str
-
-
 class SimWorld:
-    """Implements rollout.agents.base.SimulatedAgents for one episode."""
+    """Plays the LLM agents of one episode (rollout.agents.base.LLMStandIn) and drafts its start."""
 
     def __init__(self, task: Task, config: SimConfig | None = None, seed: int = 0, *, transport: Any = None) -> None:
         if not task.gold_domain or not task.gold_problem:

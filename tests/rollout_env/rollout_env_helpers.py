@@ -32,4 +32,4 @@ def evaluated_state(task: Task, domain: str, problem: str, plan: str) -> Episode
 
 
 def context(task: Task, world: SimWorld | None = None) -> AgentContext:
-    return AgentContext(task=task, limits=solvers.Limits(), rng=random.Random(0), sim=world)
+    return AgentContext(task=task, limits=solvers.Limits(), rng=random.Random(0), stand_in=world)

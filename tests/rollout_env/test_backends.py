@@ -6,8 +6,9 @@ import pytest
 
 from rollout.driver.worker import agent_backend_for
 from rollout.llm import OpenAIChatClient
-from rollout.loop.backends import LLMAgents, SimAgents
+from rollout.loop.backends import LLMAgents
 from rollout.sim import SimConfig, SimWorld
+from rollout.sim.backend import SimAgents
 from rollout.sim.world import current_world
 from rollout.tasks import load_tasks
 

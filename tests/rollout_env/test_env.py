@@ -26,11 +26,12 @@ import pytest
 from rollout.core.agent_table import NOOP_ID
 from rollout.core.decision import Decision
 from rollout.core.trajectory import StepRecord
-from rollout.loop.backends import LLMAgents, SimAgents
+from rollout.loop.backends import LLMAgents
 from rollout.loop.env import EnvStateError, RefinementEnv, StepResult
 from rollout.loop.episode import EpisodeConfig, run_episode
 from rollout.policies import make_policy
 from rollout.sim import SimConfig
+from rollout.sim.backend import SimAgents
 from rollout.tasks import Task, load_tasks
 
 FIXTURE = Path(__file__).parent / "data" / "env_trajectories.json"
