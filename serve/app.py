@@ -31,6 +31,7 @@ from rollout.core.state import EpisodeState, StateError, field_path
 from rollout.policies.rules import RulesFirst
 from serve.autoscaling import FAST_IN_FLIGHT, POLICY_FUNCTION
 from serve.config import ServeConfig
+from serve.errors import detail_of, http_answer
 from serve.fast_ingress import FAST_INGRESS_THREAD, FastIngress
 from serve.guard import ActiveGuard, GuardMiddleware, GuardSettings
 from serve.metrics import ReplicaMetrics, merge, render
@@ -48,6 +49,7 @@ from serve.schemas import (
     ModelOut,
     StateIn,
 )
+from solvers.errors import HaloError
 from train.cost_budget import DEADLINE
 from train.manifest import ManifestError
 
@@ -143,6 +145,16 @@ def _refuse(request: Request, status: int, kind: str, detail: str, field_name: s
     """An error answer from a route; the kind is counted once, by the guard's observer."""
     request.scope.setdefault("state", {})["error_kind"] = kind
     return JSONResponse({"error": kind, "field": field_name, "detail": detail}, status, headers=headers)
+
+
+@api.exception_handler(HaloError)
+async def _halo_error(request: Request, exc: HaloError) -> JSONResponse:
+    """An error of the one hierarchy that a route let through: its status by its cause (serve/errors.py)."""
+    status, kind = http_answer(exc)
+    if status >= 500:
+        log.error("request_id=%s %s: %s", request.scope.get("state", {}).get("request_id"), type(exc).__name__, exc)
+    headers = {"Retry-After": "1"} if status == 503 else None
+    return _refuse(request, status, kind, detail_of(exc), headers=headers)
 
 
 @api.exception_handler(StateError)
@@ -536,7 +548,8 @@ class DecisionService:
     async def metrics_text(self) -> Response:
         try:
             snapshots, info = await asyncio.wait_for(self._registry.metrics.remote(), timeout=5)
-        except Exception:  # registry unreachable: show this replica alone rather than nothing
+        except Exception:  # registry unreachable: show this replica alone rather than nothing (counted)
+            self.metrics.inc("halo_serve_errors", ("metrics_registry_unreachable",))
             snapshots, info = {}, {}
         snapshots = {**snapshots, self.replica_id: self.metrics.snapshot()}
         info = {**info, self.replica_id: {"name": self._model.name if self._model else "",

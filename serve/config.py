@@ -13,6 +13,7 @@ from typing import Any
 
 from serve.keys import KeyConfigError, KeyRing, merge_tables, parse_keys
 from serve.model_source import ModelRoots, ModelSourceError, SizeLimits
+from solvers.errors import InputError
 
 API_KEYS_ENV = "HALO_SERVE_API_KEYS"
 ADMIN_KEYS_ENV = "HALO_SERVE_ADMIN_KEYS"
@@ -36,7 +37,7 @@ def apply_serve_latency_env() -> None:
         os.environ.setdefault(name, value)
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError, ValueError):
     pass
 
 

@@ -28,11 +28,13 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from solvers.errors import HaloError
+
 log = logging.getLogger("halo.serve")
 FAST_INGRESS_THREAD = "halo-fast-ingress"
 
 
-class FastIngressError(RuntimeError):
+class FastIngressError(HaloError, RuntimeError):
     pass
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import time
 import uuid
 from collections import deque
@@ -26,6 +27,8 @@ from rollout.core.state import EpisodeState
 from rollout.core.trajectory import EpisodeRecord, StepRecord
 from serve.feedback_verify import FEEDBACK_CODE, verify_episode
 from serve.schemas import FeedbackIn
+
+log = logging.getLogger(__name__)
 
 WRITER_NAME = "halo-feedback-writer"
 
@@ -131,7 +134,8 @@ class FeedbackWriter:
             batch, self._queue = self._queue[:self.settings.batch_size], self._queue[self.settings.batch_size:]
             try:
                 await asyncio.to_thread(self._commit, batch)
-            except Exception as exc:
+            except Exception as exc:  # each waiting request answers it (a retryable 503)
+                log.warning("feedback: committing %d episodes failed: %s: %s", len(batch), type(exc).__name__, exc)
                 for _, _, future in batch:
                     future.set_exception(exc)
             else:

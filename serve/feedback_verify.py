@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import solvers
 from rollout.core.trajectory import EpisodeRecord
+from solvers.errors import InfraError
 
 FEEDBACK_CODE = "serve-feedback"
 VERIFIED = f"{FEEDBACK_CODE}:verified"
@@ -23,7 +24,7 @@ DISAGREES = f"{FEEDBACK_CODE}:disagrees"
 VERIFY_LIMITS = solvers.Limits(timeout_s=10.0, memory_mb=1024)
 
 
-class VerificationUnavailable(RuntimeError):
+class VerificationUnavailable(InfraError, RuntimeError):
     """The validator could not run (an infrastructure failure): nothing is stored, the client retries."""
 
 

@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from solvers.errors import InputError
+
 log = logging.getLogger("halo.serve")
 
 MIN_KEY_CHARS = 16
@@ -38,7 +40,7 @@ MAX_KEY_FILE_BYTES = 1_048_576
 KeyTable = dict[str, tuple[str, frozenset[str]]]  # key -> (name, roles)
 
 
-class KeyConfigError(ValueError):
+class KeyConfigError(InputError, ValueError):
     """A configured API key that cannot be used (too short, bad name)."""
 
 

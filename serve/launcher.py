@@ -79,14 +79,12 @@ def ensure_serve(config: ServeConfig) -> bool:
     """Start Serve's proxy on the configured host/port unless Serve already runs."""
     from ray import serve
 
-    try:
-        serve.context._get_global_client()  # noqa: SLF001 - raises when Serve is not running
+    if serve.context._get_global_client(raise_if_no_controller_running=False) is not None:  # noqa: SLF001
         return False
-    except Exception:
-        serve.start(http_options={"host": config.host, "port": config.port,
-                                  "keep_alive_timeout_s": config.keep_alive_timeout_s},
-                    logging_config={"enable_access_log": config.access_log, "log_level": config.log_level})
-        return True
+    serve.start(http_options={"host": config.host, "port": config.port,
+                              "keep_alive_timeout_s": config.keep_alive_timeout_s},
+                logging_config={"enable_access_log": config.access_log, "log_level": config.log_level})
+    return True
 
 
 def start_service(config: ServeConfig, *, address: str | None = None, num_cpus: int | None = None,

@@ -22,12 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from solvers.errors import InputError
+
 DEFAULT_CACHE = Path(os.environ.get("HALO_MODEL_CACHE", "~/.cache/halo")).expanduser() / "served-models"
 MANIFEST_NAME = "manifest.json"
 MAX_MANIFEST_BYTES = 1_000_000
 
 
-class ModelSourceError(FileNotFoundError):
+class ModelSourceError(InputError, FileNotFoundError):
     pass
 
 

@@ -13,11 +13,13 @@ from typing import Any
 
 import ray
 
+from solvers.errors import HaloError
+
 # A replica not heard from for this many seconds is reported as gone.
 REPLICA_STALE_S = 5.0
 
 
-class RegistryError(RuntimeError):
+class RegistryError(HaloError, RuntimeError):
     pass
 
 

@@ -18,11 +18,12 @@ from rollout.core.agent_table import NUM_AGENTS
 from rollout.core.decision import MODEL, Decision, Policy
 from rollout.core.state import EpisodeState
 from serve.model_source import DEFAULT_CACHE, ModelRoots, SizeLimits, check_npz_files, resolve_model
+from solvers.errors import HaloError
 from train.manifest import Manifest, ManifestError
 from train.policies import decides_inline
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(HaloError, RuntimeError):
     pass
 
 

@@ -16,6 +16,8 @@ _WHERE = {
     "ErrorCategory": "solvers.results", "PlanResult": "solvers.results", "PlanStep": "solvers.results",
     "ValidationResult": "solvers.results", "plan_to_text": "solvers.results",
     "ToolFailure": "solvers.results", "TOOL_FAILURE_CATEGORIES": "solvers.results",
+    "HaloError": "solvers.errors", "InputError": "solvers.errors", "InfraError": "solvers.errors",
+    "BusyError": "solvers.errors",
     "check_failures": ("solvers.pddl_check", "failures"),
     "sandbox_level": "solvers.sandbox",
     "versions": "solvers.versions",

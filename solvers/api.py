@@ -18,7 +18,7 @@ from typing import Literal, TypeVar
 from solvers import cache, pddl_check
 from solvers.limits import Limits
 from solvers.planners import PLANNERS, Planner, RunRequest, planning_names
-from solvers.plans import parse_plan
+from solvers.plans import PlanParseError, parse_plan
 from solvers.pool import WorkerPool, get_pool
 from solvers.results import ErrorCategory, PlanResult, ValidationResult
 from solvers.sandbox import RunResult
@@ -320,9 +320,8 @@ def _unreadable_plan(plan_text: str) -> tuple[str, str] | None:
     """(location, message) of the first plan line that is not a plan step, None when all are."""
     try:
         parse_plan(plan_text)
-    except ValueError as exc:
-        number = str(exc).split(":", 1)[0].removeprefix("line ").strip()
-        line = int(number) if number.isdigit() else 1
+    except PlanParseError as exc:
+        line = exc.line
         raw = (plan_text.splitlines() or [""])[line - 1].split(";", 1)[0].rstrip()
         # An unclosed step is wrong where it ends; any other line where it starts.
         col = len(raw) + 1 if raw.count("(") > raw.count(")") else len(raw) - len(raw.lstrip()) + 1

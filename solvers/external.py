@@ -13,7 +13,7 @@ import re
 from solvers import locate
 from solvers.exits import own_words, tool_failure
 from solvers.limits import Limits
-from solvers.plans import parse_plan
+from solvers.plans import PlanParseError, parse_plan
 from solvers.results import ErrorCategory, PlanResult, PlanStep, ValidationResult
 from solvers.sandbox import RunResult
 
@@ -208,9 +208,8 @@ def _bad_plan(plan_text: str, common: dict) -> ValidationResult:
     try:
         parse_plan(plan_text)
         line, message = 1, "VAL could not read the plan"
-    except ValueError as exc:
-        number = re.match(r"line (\d+)", str(exc))
-        line, message = (int(number.group(1)) if number else 1), str(exc)
+    except PlanParseError as exc:
+        line, message = exc.line, str(exc)
     return ValidationResult(ErrorCategory.PARSE_ERROR_PLAN, "val", message=message, location=f"plan.txt:{line}",
                             **common)
 

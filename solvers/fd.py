@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from solvers import locate
+from solvers.errors import count_handled
 from solvers.limits import Limits
 from solvers.plans import parse_plan_text
 from solvers.results import ErrorCategory, PlanResult
@@ -106,7 +107,8 @@ def aliases() -> dict[str, list[str]]:
     try:
         exec(compile(source, str(root / "driver" / "aliases.py"), "exec"), namespace)  # noqa: S102
         return {name: list(args) for name, args in namespace["ALIASES"].items()}
-    except Exception:  # a future wheel with a different file: keep the two configurations we name
+    except Exception as exc:  # a future wheel with a different file: keep the two configurations we name
+        count_handled("solvers.fd.aliases", exc)
         return dict(_FALLBACK_ALIASES)
 
 

@@ -12,6 +12,8 @@ import codecs
 import os
 import stat
 
+from solvers.errors import InputError
+
 DEFAULT_MAX_FILE_MB = 8.0
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
@@ -20,7 +22,7 @@ _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (code
          (codecs.BOM_UTF16_BE, "utf-16"))
 
 
-class InputFileError(Exception):
+class InputFileError(InputError):
     """A file that cannot be an input; the message names the file and never quotes it."""
 
 

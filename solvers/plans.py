@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import re
 
+from solvers.errors import InputError
 from solvers.results import PlanStep
+
+
+class PlanParseError(InputError, ValueError):
+    """A plan line that is not a plan step; `line` is its number (1-based)."""
+
+    def __init__(self, line: int, text: str) -> None:
+        super().__init__(f"line {line}: not a plan step: {text.strip()[:120]!r}")
+        self.line = line
 
 _STEP_RE = re.compile(
     r"^\s*(?:(?P<start>[-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*:\s*)?"
@@ -14,7 +23,7 @@ _COST_RE = re.compile(r"^\s*;+\s*cost\s*=\s*(?P<cost>[-+]?[0-9]*\.?[0-9]+(?:[eE]
 
 
 def parse_plan(text: str) -> list[PlanStep]:
-    """Steps of a plan in IPC format; raises ValueError naming the first line that is not one."""
+    """Steps of a plan in IPC format; raises PlanParseError (a ValueError) at the first line that is not one."""
     steps = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.split(";", 1)[0].strip()
@@ -22,7 +31,7 @@ def parse_plan(text: str) -> list[PlanStep]:
             continue
         m = _STEP_RE.match(line)
         if not m or not m.group("body").strip():
-            raise ValueError(f"line {number}: not a plan step: {raw.strip()[:120]!r}")
+            raise PlanParseError(number, raw)
         name, *args = m.group("body").lower().split()
         steps.append(PlanStep(
             name,

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from solvers import locate
+from solvers.errors import InfraError
 from solvers.limits import Limits
 from solvers.planners import planners
 from solvers.sandbox import (
@@ -47,12 +48,18 @@ START_TIMEOUT_S = 60.0
 ANSWER_GRACE_S = 15.0
 
 
-class WorkerError(RuntimeError):
-    pass
+class WorkerError(InfraError, RuntimeError):
+    """The solver worker could not take or answer a call."""
+
+    kind = "solver_worker"
 
 
 class WorkerGone(WorkerError):
     """The worker was dead before it took the request: the call never ran, so it may be retried."""
+
+
+class WorkerTimeout(WorkerError):
+    """The worker gave no answer before the call's deadline (it is then killed)."""
 
 
 def _ro_paths() -> list[str]:
@@ -124,7 +131,7 @@ class Worker:
         while n:
             wait = deadline - time.monotonic()
             if wait <= 0:
-                raise WorkerError("no answer in time")
+                raise WorkerTimeout("no answer in time")
             ready, _, _ = select.select([fd], [], [], wait)
             if not ready:
                 continue
@@ -345,7 +352,7 @@ class WorkerPool:
                     continue
                 return RunResult(None, level=self.level, error=f"solver worker failed: {exc}",
                                  wall_s=time.monotonic() - sent_at,
-                                 timed_out="in time" in str(exc))
+                                 timed_out=isinstance(exc, WorkerTimeout))
             except BaseException:
                 self._release(worker, broken=True)
                 raise

@@ -15,10 +15,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from solvers.errors import InputError
+
 T = TypeVar("T")
 
 
-class UnknownName(ValueError):
+class UnknownName(InputError, ValueError):
     """A name no one registered, or a "module:attr" target that cannot be imported."""
 
 

@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from solvers.errors import INFRA_REASON_LIMIT, InfraError
+
 
 class ErrorCategory(StrEnum):
     OK = "ok"
@@ -48,14 +50,17 @@ PARSE_ERRORS = frozenset(
 TOOL_FAILURE_CATEGORIES = frozenset({ErrorCategory.SOLVER_CRASH, ErrorCategory.CHECK_FAILED})
 
 
-class ToolFailure(RuntimeError):
+class ToolFailure(InfraError, RuntimeError):
     """A planner, validator or the code around them failed, not the task: raised where a caller
     would otherwise have to record the failure as the task's outcome."""
 
     def __init__(self, category: ErrorCategory, message: str) -> None:
-        super().__init__(f"{category.value}: {message}")
+        super().__init__(f"{category.value}: {message}", kind=f"solver:{category.value}")
         self.category = category
         self.message = message
+
+    def infra_reason(self) -> str:
+        return f"{self.kind}: {self.message}"[:INFRA_REASON_LIMIT]
 
 
 def format_number(value: float, places: int) -> str:

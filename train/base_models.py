@@ -13,12 +13,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from solvers.errors import InputError
+
 SMOLLM2_NAME = "SmolLM2-135M-Instruct"
 DEFAULT_CACHE = Path(os.environ.get("HALO_MODEL_CACHE", "~/.cache/halo")).expanduser()
 _DONE_MARK = ".halo-converted"
 
 
-class BaseModelError(FileNotFoundError):
+class BaseModelError(InputError, FileNotFoundError):
     pass
 
 

@@ -14,12 +14,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from solvers.errors import HaloError
+
 # The perf_counter() time past which feature work falls back (inf: no budget). Callers in other
 # layers may set it directly (ContextVar.set) to keep their hot path free of calls into this one.
 DEADLINE: ContextVar[float] = ContextVar("halo_feature_deadline", default=math.inf)
 
 
-class OverBudget(Exception):
+class OverBudget(HaloError):
     """Raised inside a feature computation past its deadline; caught where a fallback exists."""
 
 

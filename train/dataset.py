@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from rollout.core.agent_table import AGENT_IDS, agent_name
 from rollout.core.trajectory import EpisodeRecord, is_infra_failure
+from solvers.errors import InputError
 from train.encoder import ENCODER_VERSION, encode_state, encode_text
 from train.examples import Example, FilterCounts, select_examples, split_by_task
 
@@ -28,7 +29,7 @@ CARD_FILE = "dataset_card.json"
 SPLITS = ("train", "validation")
 
 
-class DatasetError(ValueError):
+class DatasetError(InputError, ValueError):
     pass
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from rollout.core.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID
 from rollout.core.state import EpisodeState
+from solvers.errors import InputError
 
 ENCODER_VERSION = "halo-enc-2"
 # v1: sections in the design order (docs/architecture.md). v2: the static agent list first (it never changes, so a
@@ -53,7 +54,7 @@ SECTIONS: tuple[Section, ...] = (
 )
 
 
-class EncoderError(ValueError):
+class EncoderError(InputError, ValueError):
     pass
 
 

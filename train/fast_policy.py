@@ -22,6 +22,7 @@ from rollout.core.agent_table import AGENT_IDS, NUM_AGENTS
 from rollout.core.decision import Decision, Policy
 from rollout.core.state import EpisodeState
 from rollout.core.trajectory import EpisodeRecord
+from solvers.errors import InputError
 from train.encoder import ENCODER_VERSION
 from train.examples import Example, select_examples, split_by_task
 from train.features import DEFAULT_BUCKETS, FEATURE_VERSION, hash_features, state_features
@@ -33,7 +34,7 @@ WEIGHTS_FILE = "weights.npz"
 ID_LABELS = {i: str(i) for i in AGENT_IDS}
 
 
-class EmptyDatasetError(ValueError):
+class EmptyDatasetError(InputError, ValueError):
     pass
 
 

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from rollout.core.agent_table import AGENT_IDS
+from solvers.errors import InputError
 
 CONTEXT = "Selected Agent:"
 SPECIAL_LABELS = tuple(f"<|agent_{i}|>" for i in AGENT_IDS)
 
 
-class LabelError(ValueError):
+class LabelError(InputError, ValueError):
     pass
 
 

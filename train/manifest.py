@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from rollout.core.agent_table import AGENT_IDS, NUM_AGENTS
+from solvers.errors import InputError
 
 MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = 1
 
 
-class ManifestError(ValueError):
+class ManifestError(InputError, ValueError):
     pass
 
 

@@ -34,6 +34,7 @@ from rollout.core.decision import Policy
 from rollout.core.trajectory import EpisodeRecord
 from rollout.loop.report import refinement_steps
 from rollout.tasks.base import Task
+from solvers.errors import InputError
 
 FAMILY_ORDER = ("planbench", "natural_plan", "classical", "temporal")
 # domains kept out of training for the cross-domain table: two PlanBench-style, two classical
@@ -55,7 +56,7 @@ PUBLISHED: dict[str, list[tuple[str, float, float | None, float | None]]] = {
 }
 
 
-class PipelineError(ValueError):
+class PipelineError(InputError, ValueError):
     pass
 
 

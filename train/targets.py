@@ -17,13 +17,15 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
+from solvers.errors import InputError
+
 Value = float | int | str | None
 Table = Mapping[str, Mapping[str, Value]]
 
 Z_ONE_SIDED_95 = 1.6448536269514722
 
 
-class TargetError(ValueError):
+class TargetError(InputError, ValueError):
     """A statistic a target needs cannot be read (missing, not a number, NaN)."""
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rollout.core.agent_table import AGENT_IDS
+from solvers.errors import HaloError
 from train.base_models import load_tokenizer, resolve_base_model
 from train.dataset import DatasetCard, DatasetError, read_split, tokenizer_fingerprint
 from train.encoder import ENCODER_VERSION, encode_state
@@ -33,7 +34,7 @@ META_FILE = "meta.json"
 CHECKPOINT_DIR = "checkpoints"
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(HaloError, RuntimeError):
     pass
 
 

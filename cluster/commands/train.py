@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from solvers.errors import count_handled
+
 
 def register(app: typer.Typer) -> None:
     @app.command("train")
@@ -80,7 +82,8 @@ def _plan_line(policy_class: str, data: Path, base_model: str, epochs: int, max_
 
     try:
         examples = len(read_split(data, "train"))
-    except Exception:  # noqa: BLE001  (the training call reports a bad dataset itself)
+    except Exception as exc:  # noqa: BLE001  (the training call reports a bad dataset itself)
+        count_handled("halo train: plan line", exc)
         return f"training {policy_class} on {data}"
     if policy_class == "hashed_linear":
         return f"training the fast policy (hashed_linear) on {examples} examples from {data} (under a minute on a CPU)"

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from cluster.config import Settings
+from solvers.errors import InputError
 
 POLICY_CLASSES = ("fast", "llm")
 FILTERS = ("oracle", "validator")
 
 
-class LoopConfigError(ValueError):
+class LoopConfigError(InputError, ValueError):
     pass
 
 

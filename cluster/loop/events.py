@@ -18,11 +18,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rollout.store.lease import LEASE_TTL_S, Lease, LeaseHeld, new_owner
+from solvers.errors import HaloError
 
 EVENT_FORMAT = 1
 
 
-class EventLogError(RuntimeError):
+class EventLogError(HaloError, RuntimeError):
     pass
 
 

@@ -25,12 +25,13 @@ from cluster.loop.data import Snapshot, accepted_episodes, load_snapshot_episode
 from cluster.loop.events import EventLog, step_key
 from cluster.loop.serving import ServingClient, ServingError
 from rollout.store import TrajectoryStore
+from solvers.errors import HaloError
 from train.manifest import MANIFEST_FILE, Manifest, ManifestError
 
 log = logging.getLogger("halo.loop")
 
 
-class LoopError(RuntimeError):
+class LoopError(HaloError, RuntimeError):
     pass
 
 

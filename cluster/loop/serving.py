@@ -15,12 +15,14 @@ from typing import Any
 
 import httpx
 
+from solvers.errors import HaloError
+
 API_KEY_ENV = "HALO_SERVE_API_KEY"
 # Promotion calls the admin routes, which answer 403 to a decision key.
 ADMIN_KEY_ENV = "HALO_SERVE_ADMIN_KEY"
 
 
-class ServingError(RuntimeError):
+class ServingError(HaloError, RuntimeError):
     pass
 
 

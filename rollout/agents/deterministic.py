@@ -31,6 +31,7 @@ from rollout.agents.plan_search import (
 from rollout.core.state import EpisodeState
 from rollout.pddl.model import PDDLParseError, Unsupported
 from rollout.pddl.state_space import Step, World, load_world, render_problem
+from solvers.errors import HaloError
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class RepairInput:
     limits: solvers.Limits
 
 
-class RepairFailed(Exception):
+class RepairFailed(HaloError):
     """The agent found no plan it can vouch for; the message says why."""
 
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from solvers.errors import HaloError
+
 _FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _DEFINE_RE = re.compile(r"\(\s*define\s*\(\s*(domain|problem)\b", re.IGNORECASE)
 
 
-class ExtractionError(ValueError):
+class ExtractionError(HaloError, ValueError):
     """The reply does not hold the requested artefact in a usable form."""
 
 

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 import solvers
 from rollout.pddl.model import Atom
 from rollout.pddl.state_space import SimResult, Step, World, simulate
+from solvers.errors import HaloError
 
 _STEP_RE = re.compile(r"\bstep (\d+)\b")
 
 
-class BudgetExhausted(Exception):
+class BudgetExhausted(HaloError):
     """The search used up its evaluation budget."""
 
 

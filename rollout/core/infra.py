@@ -8,45 +8,35 @@ own, dataset builders drop and count it, rewards leave it out. The episode recor
 reason in `EpisodeRecord.infra_error` ("" for a real outcome); `rollout.core.trajectory.is_infra_failure`
 tells the two apart.
 
-`infra_reason(exc)` classifies an exception; code that talks to a dependency raises
-`InfraFailure` (or lets the dependency's own typed error through) past its retries, and the
-environment lets these through instead of turning them into a failed step.
+`infra_reason(exc)` asks the exception (`solvers.errors.HaloError.infra_reason`): every
+`solvers.errors.InfraError` (an LLM error, a solver tool failure, the store unavailable,
+`InfraFailure`) has a reason, and so has a decision-service error that is not the service's
+verdict on the request. Code that talks to a dependency raises `InfraFailure` (or lets the
+dependency's own typed error through) past its retries, and the environment lets these through
+instead of turning them into a failed step.
 """
 
 from __future__ import annotations
 
-import solvers
+import solvers.errors
+from solvers.errors import InfraError
 
 
-class InfraFailure(RuntimeError):
+class InfraFailure(InfraError, RuntimeError):
     """A dependency failed past its retries. `kind` is a short stable tag (llm:connection_error,
     student:unreachable, solver_unavailable, store, ...) for counters and records."""
 
     def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
+        super().__init__(message, kind=kind)
 
     def __str__(self) -> str:
         return f"{self.kind}: {super().__str__()}"
 
 
 def infra_reason(exc: BaseException) -> str:
-    """"kind: message" when `exc` is an infrastructure failure, "" when it is not."""
-    from rollout.llm.errors import LLMError
-    from rollout.policies.student_client import DecisionServiceError
-
-    if isinstance(exc, InfraFailure):
-        return str(exc)[:500]
-    if isinstance(exc, solvers.ToolFailure):  # the planner or validator failed, not the task
-        return f"solver:{exc.category.value}: {exc.message}"[:500]
-    if isinstance(exc, LLMError):
-        return f"llm:{exc.kind}: {exc}"[:500]
-    # The decision service: no answer, an overload or a server error past the retries; a 4xx is
-    # the service's verdict on the request, except 401/403 (a key it does not take: configuration).
-    if isinstance(exc, DecisionServiceError) and (exc.status is None or exc.status >= 500
-                                                   or exc.status in (401, 403, 429)):
-        return f"student:{exc.status or 'unreachable'}: {exc}"[:500]
-    return ""
+    """"kind: message" when `exc` is an infrastructure failure, "" when it is not: the exception
+    answers itself (`HaloError.infra_reason`; the LLM, student-service and solver errors override it)."""
+    return solvers.errors.infra_reason(exc)
 
 
 def short_reason(infra_error: str) -> str:

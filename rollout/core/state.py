@@ -18,6 +18,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any
 
 from rollout.core.agent_table import DYNAMIC_AGENT_ID
+from solvers.errors import InputError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -30,7 +31,7 @@ MAX_HISTORY_IN = 1000  # longest history accepted (it is cut to the last HISTORY
 REQUIRED_FIELDS = ("task_description",)
 
 
-class StateError(ValueError):
+class StateError(InputError, ValueError):
     """A state dict that cannot be turned into an EpisodeState; names the bad field."""
 
     def __init__(self, field_name: str, message: str) -> None:

@@ -29,6 +29,7 @@ import solvers
 from rollout.core.trajectory import EpisodeRecord
 from rollout.driver.episode_set import EpisodeSpec
 from rollout.tasks.base import Task
+from solvers.errors import count_handled
 
 if TYPE_CHECKING:
     from rollout.loop.env import AgentBackend
@@ -326,6 +327,7 @@ class RolloutWorker:
         try:
             return await self._episode(spec)
         except Exception as exc:  # noqa: BLE001  (reported to the driver, which counts strikes)
+            count_handled("rollout worker: episode", exc)
             tb = traceback.format_exc(limit=6)
             return f"{type(exc).__name__}: {exc}\n{tb}"[-3000:]
         finally:

@@ -10,16 +10,24 @@ with these pieces, so backoff and Retry-After mean one thing everywhere:
 - `stop_if_retry_after_over(limit_s)`: give up when the server asks for a longer pause than that.
 - `retry_after_seconds(headers)`: seconds from `retry-after-ms` or `Retry-After` (seconds or an
   HTTP date); the value a failure carries as `retry_after`.
+
+`RetryPolicy` is the one set of knobs a caller passes to a retrying client (the store, the
+decision-service client): at most `retries` retries and/or `budget_s` seconds, jittered
+exponential backoff from `initial_backoff_s` to `max_backoff_s`, a server's Retry-After honoured
+up to `max_backoff_s`. Each client keeps its own rule for which failures are transient.
 """
 
 from __future__ import annotations
 
 import email.utils
+import functools
+import operator
 import random
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from tenacity import RetryCallState
+from tenacity import RetryCallState, stop_after_attempt, stop_before_delay
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
@@ -89,3 +97,29 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
         return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError):
         return None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long one call retries its transient failures; at least one of `retries`, `budget_s` bounds it."""
+
+    retries: int | None = None  # retries after the first attempt
+    budget_s: float | None = None  # total time retrying one call: no pause that would overrun it is taken
+    initial_backoff_s: float = 0.2
+    max_backoff_s: float = 5.0  # also the longest Retry-After honoured
+
+    def __post_init__(self) -> None:
+        if self.retries is None and self.budget_s is None:
+            raise ValueError("a RetryPolicy needs retries or budget_s: an unbounded retry hides an outage")
+
+    def stop(self) -> stop_base:
+        stops: list[stop_base] = []
+        if self.retries is not None:
+            stops.append(stop_after_attempt(self.retries + 1))
+        if self.budget_s is not None:
+            stops.append(stop_before_delay(self.budget_s))
+        return functools.reduce(operator.or_, stops)
+
+    def wait(self, rng: random.Random | None = None) -> wait_base:
+        backoff = wait_equal_jitter(self.initial_backoff_s, self.max_backoff_s, rng)
+        return wait_retry_after(backoff, self.max_backoff_s)

@@ -22,15 +22,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from solvers.errors import InfraError, InputError
 
-class BudgetError(ValueError):
+log = logging.getLogger(__name__)
+COORDINATOR_TIMEOUT_S = 60.0  # a budget coordinator silent this long fails the calls waiting on it
+
+
+class BudgetError(InputError, ValueError):
     pass
+
+
+class BudgetUnavailable(InfraError):
+    """The job's budget coordinator stopped answering: the calls waiting for budget cannot go on."""
+
+    kind = "llm_budget"
 
 
 @dataclass(frozen=True)
@@ -224,6 +236,7 @@ class GateStats:
     requests: int = 0
     tokens: float = 0.0
     rate_limited: int = 0  # 429s seen
+    coordinator_errors: int = 0  # lease calls to the budget coordinator that failed
 
     def snapshot(self) -> dict[str, float]:
         return {"llm_in_flight": self.in_flight, "llm_waiting": self.waiting, "llm_requests": self.requests,
@@ -234,7 +247,8 @@ class LLMGate:
     """A worker's door to the job's LLM budget (see the module doc). One per process: `llm_gate()`."""
 
     def __init__(self, coordinator: Any = None, limits: BudgetLimits | None = None, *, worker: str = "",
-                 prefetch: int = 2) -> None:
+                 prefetch: int = 2, coordinator_timeout_s: float = COORDINATOR_TIMEOUT_S) -> None:
+        self.coordinator_timeout_s = coordinator_timeout_s
         self._remote = _Remote(coordinator) if coordinator is not None else None
         self.limits = limits or BudgetLimits()
         self._slot_limit = self._remote is not None and self.limits.concurrency is not None
@@ -341,6 +355,7 @@ class LLMGate:
     async def _refill(self) -> None:
         assert self._remote is not None
         idle_sleep = 0.01
+        failing_since: float | None = None
         while self._waiters:
             need = len(self._waiters)
             want_requests = max(0, need + self.prefetch - self._requests)
@@ -351,10 +366,15 @@ class LLMGate:
             try:
                 lease = await self._remote.lease(self.worker, want_requests, want_tokens, want_slots,
                                                  token_correction=correction)
-            except Exception:  # noqa: BLE001  (the coordinator is gone: the job is ending or failing)
+            except Exception as exc:  # noqa: BLE001  (the coordinator is gone: the job is ending or failing)
                 self._correction += correction
+                failing_since = failing_since or time.monotonic()
+                self.stats.coordinator_errors += 1
+                if self._coordinator_failed(exc, time.monotonic() - failing_since):
+                    return
                 await asyncio.sleep(0.5)
                 continue
+            failing_since = None
             self._requests += lease.requests
             self._slots += lease.slots
             self._owe = lease.over
@@ -366,6 +386,22 @@ class LLMGate:
                 idle_sleep = min(0.1, idle_sleep * 2)
             else:
                 idle_sleep = 0.01
+
+    def _coordinator_failed(self, exc: Exception, failing_for_s: float) -> bool:
+        """Log a failed lease call (the first, and past the timeout); past the timeout, fail every
+        waiting call with BudgetUnavailable and answer True."""
+        if self.stats.coordinator_errors == 1 or failing_for_s >= self.coordinator_timeout_s:
+            log.warning("LLM budget coordinator: lease failed (%s: %s), failing for %.0fs", type(exc).__name__,
+                        exc, failing_for_s)
+        if failing_for_s < self.coordinator_timeout_s:
+            return False
+        failure = BudgetUnavailable(f"the job's LLM budget coordinator did not answer for {failing_for_s:.0f}s "
+                                    f"(last error: {type(exc).__name__}: {exc})")
+        while self._waiters:
+            _, future = self._waiters.popleft()
+            if not future.done():
+                future.set_exception(failure)
+        return True
 
     def _release_slot(self) -> None:
         if not self._slot_limit:

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+from solvers.errors import INFRA_REASON_LIMIT, InfraError
+
 __all__ = ["LLMBadResponseError", "LLMConnectionError", "LLMError", "LLMRateLimitError", "LLMRequestError",
            "LLMServerError", "LLMTimeoutError"]
 
 
-class LLMError(Exception):
+class LLMError(InfraError):
+    """The LLM endpoint failed past its retries. `kind` is the LLM's own tag ("timeout", ...);
+    the record says "llm:KIND: message"."""
+
     kind = "error"
 
     def __init__(self, message: str, *, attempts: int = 1, status: int | None = None) -> None:
         super().__init__(message)
         self.attempts = attempts
         self.status = status
+
+    def infra_reason(self) -> str:
+        return f"llm:{self.kind}: {self}"[:INFRA_REASON_LIMIT]
 
 
 class LLMTimeoutError(LLMError):

@@ -32,9 +32,10 @@ from rollout.core.trajectory import StepRecord
 from rollout.loop.evaluation import evaluate
 from rollout.loop.oracle import check_plan
 from rollout.tasks.base import Task
+from solvers.errors import HaloError
 
 
-class EnvStateError(RuntimeError):
+class EnvStateError(HaloError, RuntimeError):
     """The environment was used out of order (step before reset, after done, after close)."""
 
 

@@ -28,6 +28,7 @@ from rollout.core.trajectory import EpisodeRecord
 from rollout.loop.backends import backend_named
 from rollout.loop.env import AgentBackend, RefinementEnv
 from rollout.tasks.base import Task
+from solvers.errors import count_handled
 
 
 @dataclass
@@ -60,7 +61,8 @@ def _solver_versions() -> str:
         return "{}"
     try:
         return json.dumps(fn(), sort_keys=True, default=str)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001  (the record says it; the episode goes on)
+        count_handled("episode: solver versions", exc)
         return json.dumps({"error": str(exc)})
 
 
@@ -83,6 +85,7 @@ async def run_episode(task: Task, policy: Policy, config: EpisodeConfig, *, epis
         while not env.done:
             state = (await env.step(await policy.adecide(state))).state
     except Exception as exc:  # noqa: BLE001  (keep what was recorded)
+        count_handled("episode", exc)
         record.infra_error = infra_reason(exc)  # a dependency failed: not an outcome (rollout/core/infra.py)
         if not record.infra_error:  # the policy or the code broke
             record.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"[-2000:]

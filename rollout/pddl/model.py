@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from rollout.pddl.printer import unparse
 from rollout.pddl.sections import typed_list
 from rollout.pddl.sexpr import SExpr, SExprError, TooDeep, Unbalanced, read, tokenize
+from solvers.errors import InputError
 
 Atom = tuple[str, ...]  # ("on", "a", "b")
 
@@ -23,7 +24,7 @@ Atom = tuple[str, ...]  # ("on", "a", "b")
 MAX_DEPTH = 200
 
 
-class PDDLParseError(ValueError):
+class PDDLParseError(InputError, ValueError):
     """The text is not PDDL this model can read."""
 
 

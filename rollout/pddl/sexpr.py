@@ -10,10 +10,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Sequence
 
+from solvers.errors import InputError
+
 SExpr = str | list["SExpr"]
 
 
-class SExprError(ValueError):
+class SExprError(InputError, ValueError):
     pass
 
 

@@ -25,6 +25,7 @@ from rollout.pddl.model import (
 )
 from rollout.pddl.printer import unparse
 from rollout.pddl.sexpr import SExpr
+from solvers.errors import HaloError
 
 _V = TypeVar("_V")
 
@@ -198,7 +199,7 @@ class World:
         return out
 
 
-class NotApplicable(Exception):
+class NotApplicable(HaloError):
     """A plan step cannot be applied in the current state."""
 
 

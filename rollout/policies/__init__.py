@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from rollout.core.decision import Policy
 from rollout.policies.rules import RulesFirst
+from solvers.errors import InputError
 from solvers.registry import Registry, UnknownName
 
 PolicyFactory = Callable[[str, int], Policy]  # (params text after "name:", default seed)
@@ -21,7 +22,7 @@ PolicyFactory = Callable[[str, int], Policy]  # (params text after "name:", defa
 POLICIES: Registry[PolicyFactory] = Registry("policy")
 
 
-class PolicySpecError(ValueError):
+class PolicySpecError(InputError, ValueError):
     pass
 
 

@@ -36,7 +36,8 @@ class StudentHTTPPolicy(Policy):
     def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 10.0, *,
                  retries: int = 4, backoff_s: float = 0.1, max_backoff_s: float = 5.0, pool: int = 64) -> None:
         self.base_url = base_url.rstrip("/")
-        self._args = (self.base_url, api_key, timeout, RetryPolicy(retries, backoff_s, max_backoff_s))
+        retry = RetryPolicy(retries=retries, initial_backoff_s=backoff_s, max_backoff_s=max_backoff_s)
+        self._args = (self.base_url, api_key, timeout, retry)
         self.version = "unknown"  # set from the service's answers
         self._client: DecisionClient | None = None
         # One bounded pool per process: with a thousand episodes in flight, decisions queue for a

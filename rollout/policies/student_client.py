@@ -19,21 +19,29 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import httpx
-from tenacity import AsyncRetrying, Retrying, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, Retrying, retry_if_exception_type
 
 from rollout.core.decision import Decision
-from rollout.llm.backoff import retry_after_seconds, wait_equal_jitter, wait_retry_after
+from rollout.llm.backoff import RetryPolicy, retry_after_seconds
+from solvers.errors import INFRA_REASON_LIMIT, HaloError
 
 API_KEY_ENV = "HALO_SERVE_API_KEY"
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
-class DecisionServiceError(RuntimeError):
+class DecisionServiceError(HaloError, RuntimeError):
     def __init__(self, message: str, status: int | None = None, error: str = "", field: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.error = error
         self.field = field
+
+    def infra_reason(self) -> str:
+        """No answer, an overload or a server error past the retries is the service failing; any
+        other 4xx is its verdict on the request, except 401/403 (a key it does not take: configuration)."""
+        if self.status is None or self.status >= 500 or self.status in (401, 403, 429):
+            return f"student:{self.status or 'unreachable'}: {self}"[:INFRA_REASON_LIMIT]
+        return ""
 
 
 @dataclass(frozen=True)
@@ -67,16 +75,13 @@ class Answer:
         return Decision.from_dict(asdict(self))
 
 
-@dataclass
-class RetryPolicy:
-    retries: int = 4
-    backoff_s: float = 0.1
-    max_backoff_s: float = 5.0  # also the longest Retry-After honoured
+# Transient failures retried 4 times (RetryPolicy: the one retry policy, rollout.llm.backoff).
+DEFAULT_RETRY = RetryPolicy(retries=4, initial_backoff_s=0.1, max_backoff_s=5.0)
 
-    def options(self) -> dict[str, Any]:
-        """tenacity's settings for a call: transient failures retried `retries` times."""
-        return {"retry": retry_if_exception_type(_Transient), "stop": stop_after_attempt(self.retries + 1),
-                "wait": wait_retry_after(wait_equal_jitter(self.backoff_s, self.max_backoff_s), self.max_backoff_s)}
+
+def _retry_options(policy: RetryPolicy) -> dict[str, Any]:
+    """tenacity's settings for a call: transient failures (_Transient) retried as the policy says."""
+    return {"retry": retry_if_exception_type(_Transient), "stop": policy.stop(), "wait": policy.wait()}
 
 
 class _Transient(Exception):
@@ -107,7 +112,7 @@ class _Base:
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV, "")
         self.headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.timeout = timeout
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or DEFAULT_RETRY
 
     def _check(self, response: httpx.Response | None, error: Exception | None, what: str) -> dict[str, Any]:
         """The body of a 200; raises _Transient to retry, DecisionServiceError on a permanent failure."""
@@ -146,7 +151,7 @@ class DecisionClient(_Base):
             return self._check(response, error, what)
 
         try:
-            return Retrying(sleep=sleep, reraise=True, **self.retry.options())(attempt)
+            return Retrying(sleep=sleep, reraise=True, **_retry_options(self.retry))(attempt)
         except _Transient as last:
             raise self._failure(last.response, last.error, what) from last.error
 
@@ -210,7 +215,7 @@ class AsyncDecisionClient(_Base):
             return self._check(response, error, what)
 
         try:
-            return await AsyncRetrying(reraise=True, **self.retry.options())(attempt)
+            return await AsyncRetrying(reraise=True, **_retry_options(self.retry))(attempt)
         except _Transient as last:
             raise self._failure(last.response, last.error, what) from last.error
 

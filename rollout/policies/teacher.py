@@ -25,6 +25,7 @@ from rollout.core.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID, NUM_AGENTS, 
 from rollout.core.decision import Decision, Policy
 from rollout.core.state import EpisodeState
 from rollout.sim.world import SimWorldMissing
+from solvers.errors import HaloError
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ _DYNAMIC_RE = re.compile(r"dynamic\s*agent\s*[:=\-]\s*(.+)", re.IGNORECASE | re.
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 
 
-class UnusableAnswer(ValueError):
+class UnusableAnswer(HaloError, ValueError):
     """The teacher's answer names no agent (message says what was wrong)."""
 
 

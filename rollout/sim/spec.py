@@ -19,12 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from rollout.sim.world import SimConfig
+from solvers.errors import InputError
 
 _FLOAT_KEYS = {"latency_ms": "latency_median_ms", "latency_sigma": "latency_sigma", "scale": "latency_scale"}
 KNOWN_KEYS = ("world", "realtime", "latency_ms", "latency_sigma", "scale", "base_url", "model")
 
 
-class SimSpecError(ValueError):
+class SimSpecError(InputError, ValueError):
     pass
 
 

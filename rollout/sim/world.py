@@ -27,6 +27,7 @@ from rollout.sim.faults import CATALOG, PDDL_FAULTS, PLAN_FAULTS, Fault, corrupt
 from rollout.sim.size import size_excess, task_size
 from rollout.sim.world_file import WORLD_KEYS, World, default_world, world_hash
 from rollout.tasks.base import Task
+from solvers.errors import InputError
 
 _RENDERED: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], tuple[str, str]] = {}
 _RENDERED_MAX = 2048
@@ -326,7 +327,7 @@ class SimWorld:
         return outcome
 
 
-class SimWorldMissing(RuntimeError):
+class SimWorldMissing(InputError, RuntimeError):
     """Something that only works inside the simulated agent world was used outside it."""
 
 

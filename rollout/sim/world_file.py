@@ -22,6 +22,7 @@ from typing import Any
 
 from rollout.core.agent_table import NUM_AGENTS
 from rollout.sim.faults import CATALOG, PDDL_FAULTS
+from solvers.errors import InputError
 
 DEFAULT_WORLD_PATH = Path(__file__).with_name("default_world.yaml")
 WORLD_FILE_VERSION = 1
@@ -35,7 +36,7 @@ SITUATIONS = (EMPTY, VALID, *(f"plan:{k}" if fc.target == "plan" else k for k, f
 TEACHER_PROFILES = ("weaker", "stronger")
 
 
-class WorldFileError(ValueError):
+class WorldFileError(InputError, ValueError):
     """A world file that cannot be used; the message names the file and the key."""
 
 

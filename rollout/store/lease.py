@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import socket
 import threading
@@ -22,6 +23,10 @@ import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
+
+from solvers.errors import BusyError
+
+log = logging.getLogger(__name__)
 
 LEASE_TTL_S = 120.0
 LEASES_DIR = "leases"
@@ -42,7 +47,7 @@ def run_stop_path(run_id: str) -> str:
 _RELEASED: set[str] = set()
 
 
-class LeaseHeld(RuntimeError):
+class LeaseHeld(BusyError, RuntimeError):
     """Another live process holds the lease."""
 
 
@@ -91,6 +96,7 @@ class Lease:
         self.owner = owner or new_owner()
         self.acquired_at = 0.0
         self.lost = ""  # why the heartbeat stopped (another owner took the lease), "" while held
+        self.failed_beats = 0  # renewals that failed (a store blip; the next beat tries again)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -162,8 +168,10 @@ class Lease:
                 except LeaseHeld as exc:
                     self.lost = str(exc)
                     return
-                except Exception:  # noqa: BLE001,S112  (a store blip: the next beat tries again)
-                    continue
+                except Exception as exc:  # noqa: BLE001  (a store blip: the next beat tries again)
+                    self.failed_beats += 1
+                    log.warning("lease of %s: renewal failed (%s: %s); the next beat tries again",
+                                self.what, type(exc).__name__, exc)
 
         self._stop.clear()
         self._thread = threading.Thread(target=beat, name="halo-lease", daemon=True)

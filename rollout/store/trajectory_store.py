@@ -25,7 +25,7 @@ import pyarrow.fs as pafs
 from rollout.core.trajectory import EpisodeRecord
 from rollout.store.blobs import BlobStore
 from rollout.store.location import StoreLocation, parse_location
-from rollout.store.retry import RetryPolicy
+from rollout.store.retry import DEFAULT_RETRY, RetryPolicy
 from rollout.store.runs import RunInfo, RunMeta, check_run_id
 from rollout.store.steps_table import StepTable
 
@@ -37,7 +37,7 @@ class TrajectoryStore:
                  retry: RetryPolicy | None = None) -> None:
         self.location: StoreLocation = parse_location(url, storage_options)
         self.url = self.location.url
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or DEFAULT_RETRY
         self.blobs = BlobStore(self.location, self.retry)
         self.steps = StepTable(self.location, self.retry, lambda: self.blobs.filesystem)
         self.table_uri = self.steps.table_uri

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from solvers.errors import InputError
+
 Scoring = Literal["gold_pddl", "checker", "none"]
 
 
@@ -28,5 +30,5 @@ class Task:
 PLANBENCH_DOMAINS = ("blocksworld", "mystery_blocksworld", "depots", "logistics", "obfuscated_deceptive_logistics")
 
 
-class TaskSpecError(ValueError):
+class TaskSpecError(InputError, ValueError):
     """A task spec or task file that cannot be loaded; the message says what and where."""

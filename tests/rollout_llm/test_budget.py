@@ -111,3 +111,33 @@ def test_429s_from_the_endpoint_slow_the_job_and_calls_still_finish(gate_slot):
     assert stats["requests"] == 20 and stats["rate_limited"] > 0
     assert llm_gate().stats.rate_limited == stats["rate_limited"]
     assert coordinator.cuts >= 1 and coordinator.factor < 1.0
+
+
+def test_a_gone_coordinator_fails_the_waiting_calls_as_infra(gate_slot):
+    """The job's coordinator actor dies: a call waiting for budget is not retried forever, unlogged.
+    Each failed lease is counted; past the timeout the waiting call raises BudgetUnavailable, an
+    infra error (its episode is never an outcome)."""
+    import ray
+
+    from rollout.core.infra import infra_reason, short_reason
+    from rollout.llm.budget import BudgetUnavailable
+
+    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        actor = ray.remote(num_cpus=0, max_restarts=0)(BudgetCoordinator).remote(BudgetLimits(rpm=60))
+        ray.get(actor.lease.remote("w", 1, 0.0, 0))  # it answers
+        ray.kill(actor)
+        gate = LLMGate(actor, BudgetLimits(rpm=60), worker="w", coordinator_timeout_s=2.0)
+
+        async def one_call() -> None:
+            async with gate.call(10.0):
+                pass
+
+        t0 = time.monotonic()
+        with pytest.raises(BudgetUnavailable) as caught:
+            asyncio.run(asyncio.wait_for(one_call(), timeout=30))
+        assert 2.0 <= time.monotonic() - t0 < 20
+        assert gate.stats.coordinator_errors >= 2
+        assert short_reason(infra_reason(caught.value)) == "llm_budget"
+    finally:
+        ray.shutdown()

@@ -53,7 +53,7 @@ def test_retries_transient_answers_only(flaky):
     _, url = flaky
     _Flaky.script[:] = [(503, {"retry-after": "0"}, {"error": "unavailable"}),
                         (429, {"retry-after": "0"}, {"error": "rate_limited"}), (200, {}, OK)]
-    with DecisionClient(url, retry=RetryPolicy(retries=3, backoff_s=0.01)) as client:
+    with DecisionClient(url, retry=RetryPolicy(retries=3, initial_backoff_s=0.01)) as client:
         assert client.decide({"task_description": "t"}).policy_version == "v9"
         assert len(_Flaky.seen) == 3
         for status in (401, 403, 409, 413, 422):

@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from solvers.errors import InputError
+
 LEVELS = ("easy", "medium", "hard", "extreme")
 DATA = Path(__file__).resolve().parent.parent / "data"
 DOMAINS = Path(__file__).resolve().parent / "domains"
@@ -25,7 +27,7 @@ def wordings(words: dict[str, tuple[str, ...]], unsaid: tuple[str, ...] = ()) ->
     return phrase
 
 
-class GeneratorError(ValueError):
+class GeneratorError(InputError, ValueError):
     """A generator asked for something it cannot make; the message says what and the bounds."""
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from solvers.errors import InputError
+
 INDEX = "index.parquet"
 MANIFEST = "manifest.json"
 COLUMNS = ("task_id", "domain", "domain_name", "level", "seed", "index", "generator_version", "sizes",
@@ -18,7 +20,7 @@ COLUMNS = ("task_id", "domain", "domain_name", "level", "seed", "index", "genera
            "plan_file", "description_file")
 
 
-class GenSetError(ValueError):
+class GenSetError(InputError, ValueError):
     """A directory that is not a readable generated set; the message says what is wrong."""
 
 

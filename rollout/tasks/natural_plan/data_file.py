@@ -17,6 +17,7 @@ from rollout.tasks.natural_plan.scoring import (
     score_meeting,
     score_trip,
 )
+from solvers.errors import InputError
 
 KINDS = ("trip_planning", "meeting_planning", "calendar_scheduling")
 _KIND_FIELDS = {"trip_planning": ("cities", "durations", "num_cities"),
@@ -24,7 +25,7 @@ _KIND_FIELDS = {"trip_planning": ("cities", "durations", "num_cities"),
                 "calendar_scheduling": ("num_days", "num_people")}
 
 
-class DataFileError(ValueError):
+class DataFileError(InputError, ValueError):
     """A file that is not a Natural Plan data file; the message names the file and the example."""
 
 

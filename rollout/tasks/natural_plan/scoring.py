@@ -36,13 +36,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from solvers.errors import InputError
+
 _TRIP_LENGTH = re.compile(r"European cities for (\d+) days")
 _DAY_SPAN = re.compile(r"\d+-\d+")
 _FLIGHT = re.compile(r".*Day (\d+).*from (\w+) to (\w+)")
 _PROPOSED_TIME = re.compile(r"[A-Za-z]+, [0-9]+:[0-9]+ - [0-9]+:[0-9]+")
 
 
-class AnswerFormatError(ValueError):
+class AnswerFormatError(InputError, ValueError):
     """An example whose gold fields are not in the benchmark's format."""
 
 

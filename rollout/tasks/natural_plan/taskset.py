@@ -22,6 +22,7 @@ from rollout.tasks.natural_plan import calendar, meeting, trip
 from rollout.tasks.natural_plan.answers import render_answer, score_answer
 from rollout.tasks.natural_plan.data_file import KINDS
 from rollout.tasks.natural_plan.instance import LEVELS, NPInstance
+from solvers.errors import InputError
 
 GENERATORS: dict[str, Callable[[random.Random, str, str], NPInstance | None]] = {
     "trip_planning": trip.generate, "meeting_planning": meeting.generate, "calendar_scheduling": calendar.generate}
@@ -29,7 +30,7 @@ VERSION = "np-1"
 MAX_DRAWS_FACTOR = 20
 
 
-class NaturalPlanGenError(ValueError):
+class NaturalPlanGenError(InputError, ValueError):
     """Arguments the Natural Plan generators cannot honour; the message says which."""
 
 
