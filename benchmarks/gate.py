@@ -56,12 +56,12 @@ class DecisionNoise(Policy):
         self.decides_inline = inner.decides_inline
 
     def _decide(self, state: EpisodeState) -> Decision:
-        from rollout.core.agent_table import EMERGENCY_ID, NOOP_ID
+        from rollout.core.agent_table import AgentId
         from rollout.policies.random import state_rng
 
         decision = self.inner.decide(state)
         u = state_rng(self.seed, state, "decision-noise").random()
-        agent = NOOP_ID if u < self.waste else EMERGENCY_ID if u < self.waste + self.restart else None
+        agent = AgentId.NOOP if u < self.waste else AgentId.EMERGENCY if u < self.waste + self.restart else None
         if agent is None:
             return decision
         return dataclasses.replace(decision, agent_id=agent, decided_by="model", reason="decision noise")

@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,7 @@ from benchmarks.http_load import latency, throughput  # noqa: E402
 from rollout.core.agent_table import AGENT_TABLE  # noqa: E402
 from rollout.core.state import EpisodeState  # noqa: E402
 from rollout.core.trajectory import EpisodeRecord, StepRecord  # noqa: E402
+from serve.ports import free_port  # noqa: E402
 
 DOMAIN = ("(define (domain blocks) (:requirements :strips :typing) (:types block)\n"
           " (:predicates (on ?x - block ?y - block) (clear ?x - block) (holding ?x - block) (handempty))\n"
@@ -89,11 +89,6 @@ def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def deploy_noop(prefix: str) -> None:

@@ -31,19 +31,19 @@ def preflight_rollout(llm: str, policy: str, store_url: str) -> None:
 def check_llm_spec(llm: str) -> None:
     """--llm openai:MODEL[@URL]: the URL resolves and answers a one-token request; sim with
     base_url=URL: that endpoint answers."""
-    from rollout.driver.worker import parse_llm_spec
-    from rollout.sim.spec import is_sim_spec, parse_sim_spec
+    from rollout.llm.spec import LLMSpec
+    from rollout.sim.spec import SimSpec
 
     try:
-        backend, model, url = parse_llm_spec(llm)
+        spec = LLMSpec.parse(llm)
+        sim = SimSpec.parse(spec) if spec.is_sim else None
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    if backend == "sim":
-        options = parse_sim_spec(llm) if is_sim_spec(llm) else None
-        if options is not None and options.base_url:
-            probe_llm(options.base_url, options.model, what=f"--llm {llm}")
+    if sim is not None:
+        if sim.base_url:
+            probe_llm(sim.base_url, sim.model, what=f"--llm {llm}")
         return
-    probe_llm(url, model, what=f"--llm {llm}")
+    probe_llm(spec.base_url, spec.model, what=f"--llm {llm}")
 
 
 def probe_llm(base_url: str | None, model: str | None, *, what: str) -> None:
@@ -95,18 +95,22 @@ def _run(coro: object) -> None:
 
 def policy_service_urls(policy: str) -> tuple[list[str], list[tuple[str | None, str | None]]]:
     """The student service URLs and the teacher endpoints (base URL, model) a policy spec names."""
+    from rollout.policies import PolicySpec
+    from rollout.policies.teacher import teacher_endpoint
+    from solvers.params import SpecError
+
     students: list[str] = []
     teachers: list[tuple[str | None, str | None]] = []
-    spec = policy.strip()
-    while spec.startswith("rules+"):
-        spec = spec[len("rules+"):]
-    name, _, params = spec.partition(":")
-    if name == "student":
-        students.append(params.strip())
-    elif name == "teacher":
-        values = dict(p.split("=", 1) for p in params.split(",") if "=" in p)
-        if values.get("model", "").strip() != "sim":
-            teachers.append((values.get("base_url"), values.get("model")))
+    spec = PolicySpec.parse(policy)
+    if spec.name == "student":
+        students.append(spec.params.strip())
+    elif spec.name == "teacher":
+        try:
+            endpoint = teacher_endpoint(spec.params)
+        except SpecError as exc:
+            raise spec.error(exc) from None
+        if endpoint is not None:  # None: the simulated teacher, no endpoint
+            teachers.append(endpoint)
     return students, teachers
 
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
-from rollout.core.agent_table import DYNAMIC_AGENT_ID, NUM_AGENTS
+from rollout.core.agent_table import NUM_AGENTS, AgentId
 from rollout.core.decision import DecidedBy
 from rollout.core.state import MAX_STEP, state_schema
 from rollout.core.trajectory import FEEDBACK_STEP_FIELDS, StepRecord
@@ -31,14 +31,14 @@ StateIn = state_schema()
 class DecisionOut(BaseModel):
     """`rollout.core.decision.Decision.to_dict()`: every field of a decision, and the agent's name."""
 
-    agent_id: int = Field(description=f"the chosen agent (0..{NUM_AGENTS - 1}; {DYNAMIC_AGENT_ID} is the dynamic "
+    agent_id: int = Field(description=f"the chosen agent (0..{NUM_AGENTS - 1}; {AgentId.DYNAMIC} is the dynamic "
                                       "agent)")
     agent_name: str
     decided_by: str = Field(description="rule (rules layer, no model) or model")
     policy_version: str = Field(description="version of the model on the replica that answered")
     latency_ms: float = Field(description="time spent deciding inside the service")
     reason: str = ""
-    dynamic_profile: str | None = Field(None, description=f"the task profile when agent_id is {DYNAMIC_AGENT_ID}")
+    dynamic_profile: str | None = Field(None, description=f"the task profile when agent_id is {AgentId.DYNAMIC}")
     llm_calls: int = Field(0, description="LLM calls the decision itself made (0 for a trained policy)")
     tokens_in: int = 0
     tokens_out: int = 0
@@ -62,7 +62,7 @@ def _feedback_step_model() -> type[BaseModel]:
     spec: dict[str, Any] = {
         "step": (int, Field(ge=0, le=MAX_STEP)),
         "state": (StateIn, ...),
-        "agent_id": (int, Field(ge=0, le=DYNAMIC_AGENT_ID)),
+        "agent_id": (int, Field(ge=0, le=int(AgentId.DYNAMIC))),
         "decided_by": (Literal[get_args(DecidedBy)], "model"),  # type: ignore[valid-type]
     }
     for name in FEEDBACK_STEP_FIELDS:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from solvers import locate
@@ -167,63 +168,97 @@ def _error_lines(output: str, limit: int = 6) -> str:
     return "\n".join(keep[-limit:])
 
 
+class _Facts:
+    """What the categorisation rules read from one run; each costly fact is computed at most once."""
+
+    def __init__(self, run: RunResult) -> None:
+        self.run, self.code, self.out = run, run.returncode, run.output
+        self.phase = "search" if run.translated else "translator"
+        self.sig = -run.returncode if run.returncode is not None and run.returncode < 0 else 0
+        self.translator = run.returncode is not None and not run.translated  # it stopped in the translator
+        self.critical = self.translator and run.returncode in (TRANSLATE_CRITICAL_ERROR, 1)
+
+    @functools.cached_property
+    def memory(self) -> bool:
+        return bool(_MEMORY_PATTERNS.search(self.out[-4000:]))
+
+    @functools.cached_property
+    def detail(self) -> str:
+        return _error_lines(self.out)
+
+    @functools.cached_property
+    def marker(self) -> str | None:
+        """The file the translator failed on (our wrapper prints it), if it said."""
+        found = re.search(r"^HALO-failing-file: (\w+)$", self.out, re.M)
+        return found.group(1) if found else None
+
+    def unsupported(self, patterns: tuple[re.Pattern[str], ...]) -> bool:
+        return any(p.search(self.detail) for p in patterns)
+
+    def exit_category(self) -> ErrorCategory | None:
+        return _EXIT_CATEGORY.get(self.code) if self.code is not None else None
+
+
+_Category = ErrorCategory | Callable[[_Facts], ErrorCategory]
+_LIMIT_CRASHES = (ErrorCategory.INPUT_ERROR, ErrorCategory.UNSUPPORTED_REQUIREMENT, ErrorCategory.SOLVER_CRASH)
+
+
+def _side(f: _Facts) -> ErrorCategory:
+    return _parse_error_side(f.out)
+
+
+def _by_exit(f: _Facts) -> ErrorCategory:
+    return _EXIT_CATEGORY[f.code]  # type: ignore[index]
+
+
+# (when, category, message), in order: the first rule whose `when` holds decides. A translator
+# crash on a malformed task (KeyError on an undeclared predicate, an assertion on a bad type) is a
+# modelling error in the PDDL, not a planner bug: it is a parse error of the file it mentions.
+_RULES: tuple[tuple[Callable[[_Facts], bool], _Category, Callable[[_Facts], str]], ...] = (
+    (lambda f: f.code is None and f.run.timed_out, ErrorCategory.SEARCH_TIMEOUT, lambda f: f.run.error),
+    (lambda f: f.code is None, ErrorCategory.SOLVER_CRASH, lambda f: f.run.error),
+    (lambda f: f.run.timed_out, ErrorCategory.SEARCH_TIMEOUT, lambda f: f"wall-clock limit hit in the {f.phase}"),
+    (lambda f: f.code == SUCCESS, ErrorCategory.OK, lambda f: ""),
+    # killed by a signal
+    (lambda f: f.sig in (signal.SIGXCPU, signal.SIGKILL) and not f.memory, ErrorCategory.SEARCH_TIMEOUT,
+     lambda f: f"CPU-time limit hit in the {f.phase} (signal {f.sig})"),
+    (lambda f: f.sig != 0 and (f.memory or f.sig == signal.SIGKILL), ErrorCategory.MEMORY_LIMIT,
+     lambda f: f"the {f.phase} ran out of memory (signal {f.sig})"),
+    (lambda f: f.sig == signal.SIGXFSZ, ErrorCategory.SOLVER_CRASH,
+     lambda f: f"the {f.phase} exceeded the output file size limit"),
+    (lambda f: f.sig != 0, ErrorCategory.SOLVER_CRASH,
+     lambda f: f"the {f.phase} died on signal {signal.Signals(f.sig).name}"),
+    # stopped in the translator
+    (lambda f: f.translator and f.code == TRANSLATE_INPUT_ERROR and f.unsupported(_UNSUPPORTED_PATTERNS[:3]),
+     ErrorCategory.UNSUPPORTED_REQUIREMENT, lambda f: f.detail),
+    (lambda f: f.translator and f.code == TRANSLATE_INPUT_ERROR, _side, lambda f: f.detail),
+    (lambda f: f.critical and f.unsupported(_UNSUPPORTED_PATTERNS), ErrorCategory.UNSUPPORTED_REQUIREMENT,
+     lambda f: f.detail),
+    (lambda f: f.critical and f.memory, ErrorCategory.MEMORY_LIMIT, lambda f: f.detail),
+    (lambda f: f.critical and f.marker == "unknown", ErrorCategory.SOLVER_CRASH,
+     lambda f: f"the translator crashed: {f.detail}"),
+    (lambda f: f.critical and (f.marker is not None or "error" in f.detail.lower()), _side, lambda f: f.detail),
+    (lambda f: f.critical, ErrorCategory.SOLVER_CRASH, lambda f: f.detail),
+    (lambda f: f.translator and f.exit_category() is not None, _by_exit, lambda f: _MESSAGES.get(f.code, "")),
+    (lambda f: f.translator and f.code == 120, ErrorCategory.SOLVER_CRASH, lambda f: f.detail),
+    (lambda f: f.translator, ErrorCategory.SOLVER_CRASH, lambda f: f"translator exit code {f.code}: {f.detail}"),
+    # stopped in the search
+    (lambda f: f.exit_category() in _LIMIT_CRASHES, _by_exit,
+     lambda f: f"{_MESSAGES.get(f.code, '')}: {_error_lines(f.out, 4)}"),
+    (lambda f: f.exit_category() is not None, _by_exit, lambda f: _MESSAGES.get(f.code, "")),
+    (lambda f: f.code == 127, ErrorCategory.SOLVER_CRASH, lambda f: "the search binary could not be started"),
+    (lambda f: True, ErrorCategory.SOLVER_CRASH, lambda f: f"search exit code {f.code}: {_error_lines(f.out, 4)}"),
+)
+
+
 def categorize(run: RunResult) -> tuple[ErrorCategory, str]:
-    """Map one worker run of translate+search to a category and a short message."""
-    out = run.output
-    if run.returncode is None:
-        cat = ErrorCategory.SEARCH_TIMEOUT if run.timed_out else ErrorCategory.SOLVER_CRASH
-        return cat, run.error
-    code = run.returncode
-    phase = "search" if run.translated else "translator"
-    if run.timed_out:
-        return ErrorCategory.SEARCH_TIMEOUT, f"wall-clock limit hit in the {phase}"
-    if code == SUCCESS:
-        return ErrorCategory.OK, ""
-    if code < 0:
-        sig = -code
-        if sig in (signal.SIGXCPU, signal.SIGKILL) and not _MEMORY_PATTERNS.search(out[-4000:]):
-            return ErrorCategory.SEARCH_TIMEOUT, f"CPU-time limit hit in the {phase} (signal {sig})"
-        if _MEMORY_PATTERNS.search(out[-4000:]) or sig == signal.SIGKILL:
-            return ErrorCategory.MEMORY_LIMIT, f"the {phase} ran out of memory (signal {sig})"
-        if sig == signal.SIGXFSZ:
-            return ErrorCategory.SOLVER_CRASH, f"the {phase} exceeded the output file size limit"
-        return ErrorCategory.SOLVER_CRASH, f"the {phase} died on signal {signal.Signals(sig).name}"
-    if not run.translated:
-        if code == TRANSLATE_INPUT_ERROR:
-            detail = _error_lines(out)
-            if any(p.search(detail) for p in _UNSUPPORTED_PATTERNS[:3]):
-                return ErrorCategory.UNSUPPORTED_REQUIREMENT, detail
-            return _parse_error_side(out), detail
-        if code in (TRANSLATE_CRITICAL_ERROR, 1):
-            detail = _error_lines(out)
-            if any(p.search(detail) for p in _UNSUPPORTED_PATTERNS):
-                return ErrorCategory.UNSUPPORTED_REQUIREMENT, detail
-            if _MEMORY_PATTERNS.search(out[-4000:]):
-                return ErrorCategory.MEMORY_LIMIT, detail
-            # The translator crashing on a malformed task (KeyError on an undeclared predicate,
-            # an assertion on a bad type) is a modelling error in the PDDL, not a planner bug;
-            # it is reported as a parse error of the domain or problem it mentions.
-            marker = re.search(r"^HALO-failing-file: (\w+)$", out, re.M)
-            if marker and marker.group(1) == "unknown":
-                return ErrorCategory.SOLVER_CRASH, f"the translator crashed: {detail}"
-            if marker or "error" in detail.lower():
-                return _parse_error_side(out), detail
-            return ErrorCategory.SOLVER_CRASH, detail
-        if code in _EXIT_CATEGORY:
-            return _EXIT_CATEGORY[code], _MESSAGES.get(code, "")
-        if code == 120:
-            return ErrorCategory.SOLVER_CRASH, _error_lines(out)
-        return ErrorCategory.SOLVER_CRASH, f"translator exit code {code}: {_error_lines(out)}"
-    if code in _EXIT_CATEGORY:
-        category = _EXIT_CATEGORY[code]
-        msg = _MESSAGES.get(code, "")
-        if category in (ErrorCategory.INPUT_ERROR, ErrorCategory.UNSUPPORTED_REQUIREMENT,
-                        ErrorCategory.SOLVER_CRASH):
-            msg = f"{msg}: {_error_lines(out, 4)}"
-        return category, msg
-    if code == 127:
-        return ErrorCategory.SOLVER_CRASH, "the search binary could not be started"
-    return ErrorCategory.SOLVER_CRASH, f"search exit code {code}: {_error_lines(out, 4)}"
+    """Map one worker run of translate+search to a category and a short message (the first rule
+    of _RULES that holds)."""
+    facts = _Facts(run)
+    for when, category, message in _RULES:
+        if when(facts):
+            return (category if isinstance(category, ErrorCategory) else category(facts)), message(facts)
+    raise AssertionError("the last rule always holds")  # pragma: no cover
 
 
 def best_plan_file(files: dict[str, bytes]) -> bytes | None:

@@ -309,24 +309,9 @@ class WorkerPool:
         the files included; without it the call gets limits.timeout_s from when it is sent.
         `check`: the domain and problem (and plan) file names, to run the strict check on before the program
         (a failed check answers without running it)."""
-        confine = self.level != "none"
-        payload = dict(request)
         raw = {name: data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape")
                for name, data in files.items()}
-        payload.update(
-            # Sizes here, contents raw after the request: a 50 MB problem is neither base64- nor
-            # JSON-encoded (that took seconds of a call's limit).
-            file_sizes=[[name, len(data)] for name, data in raw.items()],
-            timeout_s=limits.timeout_s,
-            output_bytes=limits.output_bytes,
-            collect=list(collect),
-            check=list(check) if check else None,
-            collect_bytes=limits.file_mb * 1024 * 1024,
-            env=scrubbed_env(),
-            confine=confine,
-            limits={"cpu_s": limits.timeout_s, "memory_bytes": limits.memory_mb * 1024 * 1024,
-                    "file_bytes": limits.file_mb * 1024 * 1024, "nofile": 256, "nproc": 512},
-        )
+        payload = self._payload(request, raw, limits, collect, check)
         for attempt in range(2):
             try:
                 worker = self._acquire()
@@ -357,25 +342,49 @@ class WorkerPool:
                 self._release(worker, broken=True)
                 raise
             self._release(worker, broken=False)
-            if not answer.get("ok"):
-                return RunResult(None, level=self.level, error=answer.get("error", "worker error"))
-            if "returncode" not in answer:  # the strict check failed: nothing ran
-                return RunResult(None, level=self.level, cpu_s=answer.get("host_cpu_s", 0.0),
-                                 static_check=answer.get("check") or {}, error="the strict check failed")
-            return RunResult(
-                returncode=answer["returncode"],
-                output=answer["output"],
-                timed_out=answer["timed_out"],
-                wall_s=answer["wall_s"],
-                cpu_s=answer["cpu_s"] + answer.get("host_cpu_s", 0.0),
-                maxrss_kb=answer["maxrss_kb"],
-                files={k: base64.b64decode(v) for k, v in answer["files"].items()},
-                level=self.level,
-                leftover_processes=answer["leftover_processes"],
-                translated=answer["translated"],
-                static_check=answer.get("check") or {},
-            )
+            return self._result(answer)
         return RunResult(None, level=self.level, error="solver worker failed twice")
+
+    def _payload(self, request: dict, raw: dict[str, bytes], limits: Limits, collect: tuple[str, ...],
+                 check: tuple[str, ...] | None) -> dict:
+        """The request as the worker reads it (the files' contents follow it raw)."""
+        payload = dict(request)
+        payload.update(
+            # Sizes here, contents raw after the request: a 50 MB problem is neither base64- nor
+            # JSON-encoded (that took seconds of a call's limit).
+            file_sizes=[[name, len(data)] for name, data in raw.items()],
+            timeout_s=limits.timeout_s,
+            output_bytes=limits.output_bytes,
+            collect=list(collect),
+            check=list(check) if check else None,
+            collect_bytes=limits.file_mb * 1024 * 1024,
+            env=scrubbed_env(),
+            confine=self.level != "none",
+            limits={"cpu_s": limits.timeout_s, "memory_bytes": limits.memory_mb * 1024 * 1024,
+                    "file_bytes": limits.file_mb * 1024 * 1024, "nofile": 256, "nproc": 512},
+        )
+        return payload
+
+    def _result(self, answer: dict) -> RunResult:
+        """The worker's answer to a call that reached it."""
+        if not answer.get("ok"):
+            return RunResult(None, level=self.level, error=answer.get("error", "worker error"))
+        if "returncode" not in answer:  # the strict check failed: nothing ran
+            return RunResult(None, level=self.level, cpu_s=answer.get("host_cpu_s", 0.0),
+                             static_check=answer.get("check") or {}, error="the strict check failed")
+        return RunResult(
+            returncode=answer["returncode"],
+            output=answer["output"],
+            timed_out=answer["timed_out"],
+            wall_s=answer["wall_s"],
+            cpu_s=answer["cpu_s"] + answer.get("host_cpu_s", 0.0),
+            maxrss_kb=answer["maxrss_kb"],
+            files={k: base64.b64decode(v) for k, v in answer["files"].items()},
+            level=self.level,
+            leftover_processes=answer["leftover_processes"],
+            translated=answer["translated"],
+            static_check=answer.get("check") or {},
+        )
 
     call = request
 

@@ -27,15 +27,12 @@ import time
 from pathlib import Path
 from typing import Literal
 
+from serve.ports import free_port
+
 ACCESS_KEY = "testing"
 SECRET_KEY = "testing"
 REGION = "us-east-1"
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait_for_port(port: int, timeout_s: float, proc: subprocess.Popen | None = None) -> None:

@@ -26,14 +26,14 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from rollout.core.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID, NATURAL_LANGUAGE_ID, NOOP_ID
+from rollout.core.agent_table import AGENT_TABLE, AgentId
 from rollout.core.trajectory import EpisodeRecord
 from rollout.loop.report import refinement_steps
 from rollout.sim.paper_calibration import served_usd_per_decision, teacher_usd_per_call
 
 # the LLM agents of the refinement steps: 0-10 and 18-20, and the dynamic agent (an LLM with a written profile)
 _LLM_KIND = frozenset(a.agent_id for a in AGENT_TABLE if a.kind == "llm")
-LLM_AGENTS = (_LLM_KIND | {DYNAMIC_AGENT_ID}) - {NATURAL_LANGUAGE_ID}
+LLM_AGENTS = (_LLM_KIND | {AgentId.DYNAMIC}) - {AgentId.NATURAL_LANGUAGE}
 MODEL_DECIDERS = frozenset({"model", "student"})
 DRAFT_CALLS = 1
 
@@ -65,7 +65,7 @@ class PaperAccount:
 
 def iterations(record: EpisodeRecord) -> int:
     steps = record.steps[:refinement_steps(record)]
-    return sum(1 for s in steps if s.agent_id != NOOP_ID)
+    return sum(1 for s in steps if s.agent_id != AgentId.NOOP)
 
 
 def episode_calls(record: EpisodeRecord) -> tuple[int, int]:

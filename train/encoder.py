@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rollout.core.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID
+from rollout.core.agent_table import AGENT_TABLE, AgentId
 from rollout.core.state import EpisodeState
 from solvers.errors import InputError
 
@@ -89,7 +89,7 @@ def section_texts(state: EpisodeState, label_map: Mapping[int, str] | None = Non
 
 
 def _history_label(agent_id: int, labels: Mapping[int, str]) -> str:
-    if agent_id == DYNAMIC_AGENT_ID:
+    if agent_id == AgentId.DYNAMIC:
         return "dynamic"
     return labels.get(agent_id, str(agent_id)).strip()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -106,32 +107,19 @@ def finetune_fast(examples: list[Example], out_dir: Path, *, init_dir: Path | No
     val = [e for e in examples if e.split == "validation"]
     if not train:
         raise EmptyDatasetError("no training examples in this cycle's data (only rule-decided steps?)")
-
-    init_buckets = np.zeros(0, dtype=np.int64)
-    init_w = np.zeros((0, NUM_AGENTS), dtype=np.float32)
-    init_b = np.zeros(NUM_AGENTS, dtype=np.float32)
-    n_buckets = DEFAULT_BUCKETS
-    if init_dir is not None:
-        init_manifest = Manifest.load(init_dir)
-        if init_manifest.policy_class != POLICY_CLASS:
-            raise ValueError(f"cannot warm-start a {POLICY_CLASS} model from a {init_manifest.policy_class} one")
-        n_buckets = int(init_manifest.extra.get("n_buckets", DEFAULT_BUCKETS))
-        with np.load(init_dir / WEIGHTS_FILE) as data:
-            init_buckets, init_w, init_b = data["buckets"], data["weights"], data["bias"]
-        init_b = np.maximum(init_b, MIN_INIT_BIAS)
-
-    feats = [hash_features(state_features(e.state), n_buckets) for e in train]
-    buckets = np.array(sorted(set(init_buckets.tolist()) | {b for r in feats for b in r}), dtype=np.int64)
+    start = _warm_start(init_dir)
+    feats = [hash_features(state_features(e.state), start.n_buckets) for e in train]
+    buckets = np.array(sorted(set(start.buckets.tolist()) | {b for r in feats for b in r}), dtype=np.int64)
     col = {int(b): i for i, b in enumerate(buckets)}
     w0 = np.zeros((len(buckets), NUM_AGENTS), dtype=np.float32)
-    for i, b in enumerate(init_buckets.tolist()):
-        w0[col[b]] = init_w[i]
+    for i, b in enumerate(start.buckets.tolist()):
+        w0[col[b]] = start.weights[i]
 
     t0 = time.perf_counter()
     trainer = TorchTrainer(
         _train_loop,
         train_loop_config={"rows": [[col[b] for b in r] for r in feats], "labels": [e.agent_id for e in train],
-                           "w0": w0.tolist(), "b0": init_b.tolist(), "epochs": settings.epochs,
+                           "w0": w0.tolist(), "b0": start.bias.tolist(), "epochs": settings.epochs,
                            "lr": settings.lr, "l2": settings.l2, "n_total": len(train), "seed": 0},
         # No more workers than examples: every worker needs a non-empty shard.
         scaling_config=ScalingConfig(num_workers=max(1, min(settings.workers, len(train))), use_gpu=settings.use_gpu),
@@ -146,19 +134,46 @@ def finetune_fast(examples: list[Example], out_dir: Path, *, init_dir: Path | No
 
     out_dir.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(out_dir / WEIGHTS_FILE, buckets=buckets, weights=weights, bias=bias,
-                        n_buckets=np.int64(n_buckets))
-    policy = HashedLinearPolicy(buckets, weights, bias, n_buckets, name=name, version=version)
+                        n_buckets=np.int64(start.n_buckets))
+    policy = HashedLinearPolicy(buckets, weights, bias, start.n_buckets, name=name, version=version)
     metrics = {"train_examples": float(len(train)), "val_examples": float(len(val)), "fit_s": fit_s,
                "train_loss": float(result.metrics.get("train_loss", float("nan"))),
                "train_accuracy": _accuracy(policy, train), "ray_train_workers": float(settings.workers)}
     if val:
         metrics["val_accuracy"] = _accuracy(policy, val)
+    extra = {"feature_version": FEATURE_VERSION, "n_buckets": start.n_buckets, "nonzero_buckets": int(len(buckets)),
+             "warm_start_from": str(init_dir) if init_dir else "", **(extra or {})}
+    return _save_manifest(out_dir, name, version, data_versions, metrics, extra)
+
+
+@dataclass
+class WarmStart:
+    """The serving model's weights to start from (empty for a cold start)."""
+
+    buckets: np.ndarray
+    weights: np.ndarray
+    bias: np.ndarray
+    n_buckets: int
+
+
+def _warm_start(init_dir: Path | None) -> WarmStart:
+    if init_dir is None:
+        return WarmStart(np.zeros(0, dtype=np.int64), np.zeros((0, NUM_AGENTS), dtype=np.float32),
+                         np.zeros(NUM_AGENTS, dtype=np.float32), DEFAULT_BUCKETS)
+    init_manifest = Manifest.load(init_dir)
+    if init_manifest.policy_class != POLICY_CLASS:
+        raise ValueError(f"cannot warm-start a {POLICY_CLASS} model from a {init_manifest.policy_class} one")
+    n_buckets = int(init_manifest.extra.get("n_buckets", DEFAULT_BUCKETS))
+    with np.load(init_dir / WEIGHTS_FILE) as data:
+        buckets, weights, bias = data["buckets"], data["weights"], data["bias"]
+    return WarmStart(buckets, weights, np.maximum(bias, MIN_INIT_BIAS), n_buckets)
+
+
+def _save_manifest(out_dir: Path, name: str, version: str, data_versions: list[str], metrics: dict[str, float],
+                   extra: dict[str, Any]) -> Manifest:
     manifest = Manifest(name=name, version=version, policy_class=POLICY_CLASS, label_map=dict(ID_LABELS),
                         encoder_version=ENCODER_VERSION, data_versions=list(data_versions), metrics=metrics,
-                        created_at=time.time(),
-                        extra={"feature_version": FEATURE_VERSION, "n_buckets": n_buckets,
-                               "nonzero_buckets": int(len(buckets)),
-                               "warm_start_from": str(init_dir) if init_dir else "", **(extra or {})})
+                        created_at=time.time(), extra=extra)
     manifest.verify()
     manifest.save(out_dir)
     return manifest

@@ -26,6 +26,7 @@ import json
 import math
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -54,6 +55,9 @@ PUBLISHED: dict[str, list[tuple[str, float, float | None, float | None]]] = {
     "classical": [("GPT-5-mini prompted", 93.0, None, None), ("Gemini-3-Flash prompted", 93.0, None, None),
                   ("trained policy", 95.8, None, None)],
 }
+
+
+Log = Callable[[str], object]  # where the stages say what they do (print by default)
 
 
 class PipelineError(InputError, ValueError):
@@ -202,14 +206,14 @@ def run_policy(tasks: list[Task], spec: str, seeds: list[int], run_id: str, conc
 def calls_by_source(records: list[EpisodeRecord]) -> dict[str, float]:
     """Where an episode's LLM calls come from: the orchestrator's own, the LLM agents the rules
     layer chose, the LLM agents the policy chose, the final natural-language rendering."""
-    from rollout.core.agent_table import NATURAL_LANGUAGE_ID
+    from rollout.core.agent_table import AgentId
 
     out = {"orchestrator": 0.0, "agents chosen by rules": 0.0, "agents chosen by the policy": 0.0,
            "natural-language rendering": 0.0}
     for r in records:
         for s in r.steps:
-            agent_calls = 1 if s.llm_calls and s.agent_id in _LLM_AGENTS | {NATURAL_LANGUAGE_ID} else 0
-            if s.agent_id == NATURAL_LANGUAGE_ID and s.is_hardcoded:
+            agent_calls = 1 if s.llm_calls and s.agent_id in _LLM_AGENTS | {AgentId.NATURAL_LANGUAGE} else 0
+            if s.agent_id == AgentId.NATURAL_LANGUAGE and s.is_hardcoded:
                 out["natural-language rendering"] += agent_calls
             elif s.is_hardcoded:
                 out["agents chosen by rules"] += agent_calls
@@ -354,14 +358,81 @@ def _evaluate(result: PipelineResult, families: list[str], tasks: list[Task], la
     return runs
 
 
-def run_pipeline(cfg: PipelineConfig, log=print) -> PipelineResult:  # noqa: C901  (the stages, in order)
-    from rollout.tasks.loaders import load_tasks
+@dataclass
+class TaskSplit:
+    """Stage 0: the tasks with gold PDDL, split into training and held-out tasks, and the seeds."""
 
+    tasks: list[Task]
+    train: list[Task]
+    held_out: list[Task]
+    families: list[str]
+    train_seeds: list[int]
+    eval_seeds: list[int]
+
+
+@dataclass
+class FastPolicies:
+    """Stage 2: the fast policy of each dataset variant ("fast" is the main one)."""
+
+    models: dict[str, Path]
+
+    @property
+    def main(self) -> Path:
+        return self.models["fast"]
+
+
+@dataclass
+class Evaluation:
+    """Stage 3: every policy's episodes on the held-out tasks, by label and family."""
+
+    specs: list[tuple[str, str]]  # (label, policy spec), in table order
+    runs: dict[str, dict[str, RunResult]]  # label -> family -> run
+    rows: list[Row]
+
+    def records(self, label: str) -> list[EpisodeRecord]:
+        return [r for run in self.runs[label].values() for r in run.records]
+
+    def merged(self) -> dict[str, list[EpisodeRecord]]:
+        return {label: self.records(label) for label in self.runs}
+
+
+@dataclass
+class Ablations:
+    """Stage 4: the fast policy's variants on the held-out tasks, each against the main one."""
+
+    rows: list[Row]
+    paired: dict[str, dict[str, float]]  # label -> main minus it
+
+
+def run_pipeline(cfg: PipelineConfig, log: Log = print) -> PipelineResult:
+    """The stages in order; every stage's figures land in the result (and OUT/pipeline.json)."""
     cfg.check()
     out = Path(cfg.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     result = PipelineResult(config=asdict(cfg))
+    split = split_stage(cfg, result)
+    episodes = teacher_stage(cfg, split, out, result, log)
+    fast = fast_policy_stage(cfg, episodes, out, result, log)
+    evaluation = evaluation_stage(cfg, split, episodes, fast, out, result, log)
+    if cfg.ablations:
+        ablations = ablation_stage(cfg, split, fast, evaluation, result, log)
+        result.ablations = ablations.rows
+        result.stages[ABLATION_PAIRED_KEY] = ablations.paired
+    if cfg.cross_domain:
+        log(f"[5/6] cross-domain hold-out: training without {', '.join(cfg.holdout_domains)}")
+        xd_seeds = [cfg.seed + 20_000 + k for k in range(cfg.cross_domain_seeds)]
+        result.cross_domain = _cross_domain(episodes, split.tasks, split.held_out, xd_seeds, out, cfg, result)
+    log("[6/6] targets")
+    from train.table2 import TABLE2_PAIRED_KEY, table2_targets
+
+    result.targets = check_targets(result) + table2_targets(result.families, result.stages.get(TABLE2_PAIRED_KEY, {}))
+    (out / "pipeline.json").write_text(result.to_json())
+    return result
+
+
+def split_stage(cfg: PipelineConfig, result: PipelineResult) -> TaskSplit:
     from rollout.sim.spec import sim_config_for
+    from rollout.tasks.loaders import load_tasks
 
     sim = sim_config_for(cfg.llm)
     result.stages["simulated world"] = {"name": sim.world_name, "hash": sim.world_hash, "spec": cfg.llm}
@@ -371,29 +442,38 @@ def run_pipeline(cfg: PipelineConfig, log=print) -> PipelineResult:  # noqa: C90
     train_tasks, eval_tasks = split_tasks(tasks, cfg.held_out_fraction, cfg.seed)
     if not train_tasks or not eval_tasks:
         raise PipelineError(f"{len(tasks)} tasks cannot be split into training and held-out tasks")
-    families = _families(tasks)
     known = {domain_key(t) for t in tasks}
     missing = set(cfg.holdout_domains) - known if cfg.cross_domain else set()
     if missing:
         raise PipelineError(f"hold-out domain(s) {', '.join(sorted(missing))} not in the tasks "
                             f"(have: {', '.join(sorted(known))})")
     result.stages["tasks"] = {"all": len(tasks), "train": len(train_tasks), "held out": len(eval_tasks)}
-    train_seeds = [cfg.seed + 10_000 + k for k in range(cfg.train_seeds)]
-    eval_seeds = [cfg.seed + 20_000 + k for k in range(cfg.eval_seeds)]
+    return TaskSplit(tasks, train_tasks, eval_tasks, _families(tasks),
+                     train_seeds=[cfg.seed + 10_000 + k for k in range(cfg.train_seeds)],
+                     eval_seeds=[cfg.seed + 20_000 + k for k in range(cfg.eval_seeds)])
 
-    log(f"[1/6] teacher rollouts: {len(train_tasks)} tasks x {len(train_seeds)} seeds with {cfg.teacher}")
-    t0 = time.perf_counter()
-    teacher_run = run_policy(train_tasks, cfg.teacher, train_seeds, "pipeline-teacher", cfg.concurrency, cfg.llm)
-    episodes = teacher_run.records
-    result.seconds["teacher rollouts"] = round(time.perf_counter() - t0, 1)
+
+def teacher_stage(cfg: PipelineConfig, split: TaskSplit, out: Path, result: PipelineResult,
+                  log: Log) -> list[EpisodeRecord]:
+    """Stage 1: the teacher's episodes on the training tasks, also written to OUT/store."""
     from rollout.store import TrajectoryStore
 
+    log(f"[1/6] teacher rollouts: {len(split.train)} tasks x {len(split.train_seeds)} seeds with {cfg.teacher}")
+    t0 = time.perf_counter()
+    teacher_run = run_policy(split.train, cfg.teacher, split.train_seeds, "pipeline-teacher", cfg.concurrency,
+                             cfg.llm)
+    episodes = teacher_run.records
+    result.seconds["teacher rollouts"] = round(time.perf_counter() - t0, 1)
     TrajectoryStore(str(out / "store")).write_episodes("pipeline-teacher", episodes)
     result.stages["teacher episodes"] = {
         "episodes": len(episodes), "validator-accepted": sum(e.success_validator for e in episodes),
         "oracle-correct": sum(e.success_oracle is True for e in episodes),
         "teacher API cost (USD)": round(teacher_run.ledger["cost_usd"], 4) if teacher_run.ledger else 0.0}
+    return episodes
 
+
+def fast_policy_stage(cfg: PipelineConfig, episodes: list[EpisodeRecord], out: Path, result: PipelineResult,
+                      log: Log) -> FastPolicies:
     log("[2/6] verifier filter + augmentation -> fast policy; LLM-as-judge skipped (no endpoint configured)")
     t0 = time.perf_counter()
     aug, idle, prog = cfg.augment_copies, cfg.drop_idle, cfg.progress_only
@@ -411,10 +491,11 @@ def run_pipeline(cfg: PipelineConfig, log=print) -> PipelineResult:  # noqa: C90
         result.stages[f"dataset {name}"] = stages
     result.stages["judge"] = "skipped: no LLM-as-judge endpoint configured"
     result.seconds["datasets + fast policies"] = round(time.perf_counter() - t0, 1)
+    return FastPolicies(models)
 
-    log(f"[3/6] evaluation on {len(eval_tasks)} held-out tasks x {len(eval_seeds)} seeds")
-    main = models["fast"]
-    rows: list[Row] = []
+
+def _eval_specs(cfg: PipelineConfig, main: Path) -> list[tuple[str, str]]:
+    """(label, policy spec) of every row of the comparison, the LLM policy's aside."""
     specs = [("fast policy", f"rules+model:{main}"), ("prompted teacher", cfg.baseline)]
     if cfg.stronger:
         specs.append(("stronger teacher", cfg.stronger))
@@ -422,76 +503,69 @@ def run_pipeline(cfg: PipelineConfig, log=print) -> PipelineResult:  # noqa: C90
         specs.append(("fast policy + dynamic agent", f"rules+dyn:model:{main}"))
     if cfg.teacher != cfg.baseline:
         specs.append(("rules+teacher", cfg.teacher))
-    specs += [("rules+random", "rules+random"), ("majority class", f"rules+majority:{main}")]
+    return specs + [("rules+random", "rules+random"), ("majority class", f"rules+majority:{main}")]
+
+
+def evaluation_stage(cfg: PipelineConfig, split: TaskSplit, episodes: list[EpisodeRecord], fast: FastPolicies,
+                     out: Path, result: PipelineResult, log: Log) -> Evaluation:
+    """Stage 3 (and 3b, the optional LLM policy): the comparison on the held-out tasks, its paired
+    differences and Table 2."""
+    from train.table2 import attach_table2
+
+    eval_tasks = split.held_out
+    log(f"[3/6] evaluation on {len(eval_tasks)} held-out tasks x {len(split.eval_seeds)} seeds")
+    specs = _eval_specs(cfg, fast.main)
+    subset = cfg.llm_eval_tasks and cfg.llm_eval_tasks < len(eval_tasks)
     if cfg.llm_policy:
         log("[3b] short SmolLM2-135M LoRA run on CPU")
         llm_dir = _train_llm_policy(episodes, out, cfg, result)
         specs.insert(1, (LLM_LABEL, f"rules+model:{llm_dir}"))
-        if cfg.llm_eval_tasks and cfg.llm_eval_tasks < len(eval_tasks):
-            # the LLM policy's episodes are slow on CPU: it runs on a subset, the baseline beside it
+        if subset:  # the LLM policy's episodes are slow on CPU: it runs on a subset, the baseline beside it
             specs.insert(2, (LLM_BASELINE_LABEL, cfg.baseline))
-    llm_subset = eval_tasks
-    if cfg.llm_eval_tasks and cfg.llm_eval_tasks < len(eval_tasks):
-        llm_subset = eval_tasks[:: max(1, len(eval_tasks) // cfg.llm_eval_tasks)][: cfg.llm_eval_tasks]
-    runs_by_label: dict[str, dict[str, RunResult]] = {}
+    llm_subset = eval_tasks[:: max(1, len(eval_tasks) // cfg.llm_eval_tasks)][: cfg.llm_eval_tasks] if subset \
+        else eval_tasks
+    evaluation = Evaluation(specs, {}, [])
     for label, spec in specs:
-        subset = llm_subset if label in (LLM_LABEL, LLM_BASELINE_LABEL) else eval_tasks
-        runs_by_label[label] = _evaluate(result, families, subset, label, spec, eval_seeds, cfg, rows)
-    result.comparison = rows + published_rows(families)
-    result.stages["LLM calls per episode by source"] = {
-        label: calls_by_source([r for run in runs.values() for r in run.records])
-        for label, runs in runs_by_label.items()}
-    merged = {label: [r for run in runs.values() for r in run.records] for label, runs in runs_by_label.items()}
-    paired = {label: paired_difference(merged[label], merged["prompted teacher"])
-              for label in ("fast policy", LLM_LABEL, "rules+random", "majority class") if label in merged}
-    result.stages[PAIRED_KEY] = paired
+        tasks = llm_subset if label in (LLM_LABEL, LLM_BASELINE_LABEL) else eval_tasks
+        evaluation.runs[label] = _evaluate(result, split.families, tasks, label, spec, split.eval_seeds, cfg,
+                                           evaluation.rows)
+    result.comparison = evaluation.rows + published_rows(split.families)
+    merged = evaluation.merged()
+    result.stages["LLM calls per episode by source"] = {label: calls_by_source(recs) for label, recs in merged.items()}
+    result.stages[PAIRED_KEY] = {label: paired_difference(merged[label], merged["prompted teacher"])
+                                 for label in ("fast policy", LLM_LABEL, "rules+random", "majority class")
+                                 if label in merged}
     result.stages[FAST_PAIRED_KEY] = {label: paired_difference(merged[label], merged["fast policy"])
                                       for label in ("rules+random", "majority class") if label in merged}
-    from train.table2 import TABLE2_PAIRED_KEY, attach_table2
+    attach_table2(result, dict(specs), merged, eval_tasks, split.eval_seeds, cfg.hardware_usd_per_hour, cfg.vanilla)
+    return evaluation
 
-    attach_table2(result, dict(specs), merged, eval_tasks, eval_seeds, cfg.hardware_usd_per_hour, cfg.vanilla)
 
-    if cfg.ablations:
-        log("[4/6] ablations: filter, rules layer, augmentation")
-        ab: list[Row] = []
-        ab_specs = [("validator-filtered (main)", f"rules+model:{main}"),
-                    ("unfiltered", f"rules+model:{models['fast-unfiltered']}"),
-                    ("oracle-filtered", f"rules+model:{models['fast-oracle']}"),
-                    ("no step verifier filter" if cfg.progress_only else "step verifier filter (progress only)",
-                     f"rules+model:{models['fast-progress-toggled']}"),
-                    ("no augmentation", f"rules+model:{models['fast-no-augment']}"),
-                    ("idle steps kept" if cfg.drop_idle else "idle steps dropped",
-                     f"rules+model:{models['fast-idle-toggled']}"),
-                    ("no rules layer", f"model:{main}")]
-        ab_runs: dict[str, list[EpisodeRecord]] = {}
-        for label, spec in ab_specs:
-            if label.endswith("(main)"):
-                ab_runs[label] = merged["fast policy"]
-                runs = runs_by_label["fast policy"]
-                for fam, run in runs.items():
-                    ab.append(summarize_run(fam, label, run, cfg.hardware_usd_per_hour))
-                if len(runs) > 1:
-                    ab.append(summarize_run("all", label, RunResult([r for x in runs.values() for r in x.records],
-                                                                    None), cfg.hardware_usd_per_hour))
-                continue
-            runs = _evaluate(result, families, eval_tasks, label, spec, eval_seeds, cfg, ab)
-            ab_runs[label] = [r for run in runs.values() for r in run.records]
-        result.ablations = ab
-        main_runs = ab_runs["validator-filtered (main)"]
-        result.stages[ABLATION_PAIRED_KEY] = {
-            label: paired_difference(main_runs, recs) for label, recs in ab_runs.items() if recs is not main_runs}
-
-    if cfg.cross_domain:
-        log(f"[5/6] cross-domain hold-out: training without {', '.join(cfg.holdout_domains)}")
-        xd_seeds = [cfg.seed + 20_000 + k for k in range(cfg.cross_domain_seeds)]
-        result.cross_domain = _cross_domain(episodes, tasks, eval_tasks, xd_seeds, out, cfg, result)
-
-    log("[6/6] targets")
-    from train.table2 import table2_targets
-
-    result.targets = check_targets(result) + table2_targets(result.families, result.stages.get(TABLE2_PAIRED_KEY, {}))
-    (out / "pipeline.json").write_text(result.to_json())
-    return result
+def ablation_stage(cfg: PipelineConfig, split: TaskSplit, fast: FastPolicies, evaluation: Evaluation,
+                   result: PipelineResult, log: Log) -> Ablations:
+    """Stage 4: filter, rules layer, augmentation; the main row reuses stage 3's episodes."""
+    log("[4/6] ablations: filter, rules layer, augmentation")
+    models, main_label = fast.models, "validator-filtered (main)"
+    ab_specs = [("unfiltered", f"rules+model:{models['fast-unfiltered']}"),
+                ("oracle-filtered", f"rules+model:{models['fast-oracle']}"),
+                ("no step verifier filter" if cfg.progress_only else "step verifier filter (progress only)",
+                 f"rules+model:{models['fast-progress-toggled']}"),
+                ("no augmentation", f"rules+model:{models['fast-no-augment']}"),
+                ("idle steps kept" if cfg.drop_idle else "idle steps dropped",
+                 f"rules+model:{models['fast-idle-toggled']}"),
+                ("no rules layer", f"model:{fast.main}")]
+    rows: list[Row] = []
+    main_runs = evaluation.runs["fast policy"]
+    for fam, run in main_runs.items():
+        rows.append(summarize_run(fam, main_label, run, cfg.hardware_usd_per_hour))
+    main_records = evaluation.records("fast policy")
+    if len(main_runs) > 1:
+        rows.append(summarize_run("all", main_label, RunResult(main_records, None), cfg.hardware_usd_per_hour))
+    paired: dict[str, dict[str, float]] = {}
+    for label, spec in ab_specs:
+        runs = _evaluate(result, split.families, split.held_out, label, spec, split.eval_seeds, cfg, rows)
+        paired[label] = paired_difference(main_records, [r for run in runs.values() for r in run.records])
+    return Ablations(rows, paired)
 
 
 def _cross_domain(episodes: list[EpisodeRecord], tasks: list[Task], eval_tasks: list[Task], seeds: list[int],

@@ -12,6 +12,7 @@ from rollout.core.trajectory import EpisodeRecord
 from rollout.sim.paper_calibration import PAPER_CALIBRATION, teacher_usd_per_call
 from rollout.sim.vanilla import VanillaOutcome
 from train.accounting import DRAFT_CALLS, Orchestrator, account
+from train.targets import DifferenceBound, RatioAtMost, judge
 
 TABLE2_FAMILIES = ("planbench", "natural_plan", "classical")
 VANILLA_LABEL = "vanilla LLM (no PDDL)"
@@ -107,36 +108,56 @@ def paired_table(runs: Mapping[str, tuple[str, list[EpisodeRecord]]],
 
 
 MIN_PAIRED_EPISODES = 30  # fewer paired episodes than this judge nothing: the target fails
+Z_PAPER = 1.645  # the one-sided 95% z the Table-2 verdicts have always used
 
 
-def _lower(d: dict[str, float] | None) -> float:
-    if not d or math.isnan(d["difference"]) or math.isnan(d["se"]) or d["episodes"] < MIN_PAIRED_EPISODES:
-        return float("nan")
-    return d["difference"] - 1.645 * d["se"]
+def table2_table(families: dict[str, dict[str, dict]], paired: dict[str, dict[str, dict[str, float]]]
+                 ) -> dict[str, dict]:
+    """The named rows the Table-2 targets read (train.targets): "<family>/<policy>" and
+    "<family>/paired/<a> - <b>"."""
+    table: dict[str, dict] = {}
+    for fam, rows in families.items():
+        table.update({f"{fam}/{label}": row for label, row in rows.items()})
+    for fam, diffs in paired.items():
+        table.update({f"{fam}/paired/{pair}": diff for pair, diff in diffs.items()})
+    return table
+
+
+def table2_target_list(fam: str) -> list:
+    """One family's Table-2 relations as typed targets (train.targets)."""
+    return [
+        DifferenceBound(f"{fam}: trained oracle success not below the weaker teacher's (lower 95% bound >= -2 points)",
+                        f"{fam}/paired/{TRAINED} - {WEAKER}", -2.0, min_episodes=MIN_PAIRED_EPISODES, z=Z_PAPER),
+        DifferenceBound(f"{fam}: trained oracle success within 3 points of the stronger teacher's (lower 95% bound "
+                        ">= -3 points)", f"{fam}/paired/{TRAINED} - {STRONGER}", -3.0,
+                        min_episodes=MIN_PAIRED_EPISODES, z=Z_PAPER),
+        RatioAtMost(f"{fam}: LLM calls/episode (paper's count) <= 0.55x the weaker teacher's", f"{fam}/{TRAINED}",
+                    f"{fam}/{WEAKER}", "llm_calls", 0.55),
+        RatioAtMost(f"{fam}: cost/task (paper's convention) <= 1/45 of the weaker teacher's", f"{fam}/{TRAINED}",
+                    f"{fam}/{WEAKER}", "usd_paper", 1 / 45),
+    ]
 
 
 def table2_targets(families: dict[str, dict[str, dict]], paired: dict[str, dict[str, dict[str, float]]]
                    ) -> list[tuple[str, bool, str]]:
-    """The issue's Table-2 relations per family; a missing row, NaN or zero denominator fails."""
-    out: list[tuple[str, bool, str]] = []
-    for fam in TABLE2_FAMILIES:
-        rows, pd = families.get(fam, {}), paired.get(fam, {})
-        vs_weak, vs_strong = pd.get(f"{TRAINED} - {WEAKER}"), pd.get(f"{TRAINED} - {STRONGER}")
-        lo = _lower(vs_weak)
-        out.append((f"{fam}: trained oracle success not below the weaker teacher's (lower 95% bound >= -2 points)",
-                    lo >= -2.0, _diff_text(vs_weak)))
-        lo = _lower(vs_strong)
-        out.append((f"{fam}: trained oracle success within 3 points of the stronger teacher's (lower 95% bound "
-                    ">= -3 points)", lo >= -3.0, _diff_text(vs_strong)))
-        trained, weak = rows.get(TRAINED), rows.get(WEAKER)
-        for key, bound, what in (("llm_calls", 0.55, "LLM calls/episode (paper's count) <= 0.55x the weaker "
-                                  "teacher's"), ("usd_paper", 1 / 45, "cost/task (paper's convention) <= 1/45 of "
-                                                 "the weaker teacher's")):
-            ratio = _ratio(trained, weak, key)
-            out.append((f"{fam}: {what}", not math.isnan(ratio) and ratio <= bound,
-                        "missing row or zero denominator" if math.isnan(ratio) else
-                        f"{trained[key]:.4g} vs {weak[key]:.4g} = {ratio:.3f}x"))
-    return out
+    """The issue's Table-2 relations per family, judged by train.targets; a missing row, NaN, zero
+    denominator or too few paired episodes fails. (name, passed, the figures it was judged on)."""
+    targets = [t for fam in TABLE2_FAMILIES for t in table2_target_list(fam)]
+    verdicts = judge(targets, table2_table(families, paired))
+    return [(v.name, v.passed, _figures(t, families, paired)) for t, v in zip(targets, verdicts, strict=True)]
+
+
+def _figures(target: DifferenceBound | RatioAtMost, families: dict[str, dict[str, dict]],
+             paired: dict[str, dict[str, dict[str, float]]]) -> str:
+    """The figures a Table-2 verdict prints (the wording its report has always had)."""
+    fam = target.row.split("/", 1)[0]
+    if isinstance(target, DifferenceBound):
+        return _diff_text(paired.get(fam, {}).get(target.row.split("/paired/", 1)[1]))
+    trained, weak = families.get(fam, {}).get(TRAINED), families.get(fam, {}).get(WEAKER)
+    ratio = _ratio(trained, weak, target.stat)
+    if math.isnan(ratio):
+        return "missing row or zero denominator"
+    return f"{trained[target.stat]:.4g} vs {weak[target.stat]:.4g} = {ratio:.3f}x"  # type: ignore[index]
 
 
 def _ratio(a: dict | None, b: dict | None, key: str) -> float:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import signal
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import typer
 
+from cluster.commands.options import command, option
 from cluster.errors import EXIT_FAILED, EXIT_INTERRUPTED, Busy, UsageError
 from cluster.preflight import preflight_rollout
 
@@ -16,69 +18,78 @@ if TYPE_CHECKING:
     from rollout.driver.summary import RolloutSummary
 
 
+@dataclass(kw_only=True)
+class JobOptions:
+    """The options that are RolloutConfig fields of the same name."""
+
+    tasks: str = option("planbench:all", "--tasks", help="task spec (default: bundled PlanBench)")
+    policy: str = option("rules+scripted", "--policy", help="policy spec: rules+scripted, random, student:URL, ...")
+    llm: str = option("sim", "--llm", help="sim[:world=FILE,realtime=1,latency_ms=2500,latency_sigma=0.5,"
+                                           "base_url=URL] (simulated agent world) or openai:MODEL[@BASE_URL]")
+    llm_rpm: float = option(None, "--llm-rpm", help="LLM requests/min for the whole job (all workers)")
+    llm_tpm: float = option(None, "--llm-tpm", help="LLM tokens/min for the whole job (all workers)")
+    llm_concurrency: int = option(None, "--llm-concurrency", help="LLM calls in flight at once for the whole job")
+    episodes: int = option(200, "--episodes", help="episodes to run (tasks are cycled with new seeds)")
+    replicas: int = option(None, "--replicas", help="worker actors (default: one per CPU)")
+    cpus_per_worker: int = option(1, "--cpus-per-worker", help="CPUs each worker holds for solvers")
+    pin_cpus: bool = option(True, "--pin-cpus/--no-pin-cpus",
+                            help="run each worker on CPUs of its own (unpinned where none are free)")
+    run_id: str = option(None, "--run-id", help="run ID (default: derived from the arguments, so re-running the "
+                                                "same command resumes)")
+    seed: int = option(0, "--seed")
+    max_steps: int = option(10, "--max-steps")
+    progress: bool = option(True, "--progress/--no-progress", help="live progress display")
+    retry_quarantined: bool = option(False, "--retry-quarantined",
+                                     help="when resuming, run tasks an earlier session quarantined again")
+    backup_tail: bool = option(True, "--backup-tail/--no-backup-tail",
+                               help="at the end, idle workers also run the last episodes still in flight; the "
+                                    "first copy to finish is kept (costs extra LLM calls)")
+
+
+@dataclass(kw_only=True)
+class RunOptions:
+    """Where the job runs and what it prints."""
+
+    store: str = option(None, "--store", help="store URL: a directory or s3://bucket/prefix "
+                                              "(default: $HALO_STORE_URL or ./halo-data)")
+    address: str = option(None, "--address", help="join this Ray cluster instead of starting one")
+    dashboard: bool = option(False, "--dashboard", help="start the Ray dashboard (about 1 GB)")
+    dry_run: bool = option(False, "--dry-run", help="print the run ID, domain mix, episodes to resume and an "
+                                                    "estimate; run nothing")
+    as_json: bool = option(False, "--json", help="print the job's summary as JSON (stdout)")
+
+
 def register(app: typer.Typer) -> None:
     from cluster.commands import runs
 
     runs.register(app)  # `halo runs` belongs to the same part; one line in cluster/cli.py registers both
+    app.command("rollout")(command(rollout, JobOptions, RunOptions))
 
-    @app.command()
-    def rollout(
-        tasks: str = typer.Option("planbench:all", "--tasks", help="task spec (default: bundled PlanBench)"),
-        policy: str = typer.Option("rules+scripted", "--policy", help="policy spec: rules+scripted, random, "
-                                                                      "student:URL, ..."),
-        llm: str = typer.Option("sim", "--llm", help="sim[:world=FILE,realtime=1,latency_ms=2500,latency_sigma=0.5,"
-                                                     "base_url=URL] (simulated agent world) or "
-                                                     "openai:MODEL[@BASE_URL]"),
-        llm_rpm: float = typer.Option(None, "--llm-rpm", help="LLM requests/min for the whole job (all workers)"),
-        llm_tpm: float = typer.Option(None, "--llm-tpm", help="LLM tokens/min for the whole job (all workers)"),
-        llm_concurrency: int = typer.Option(None, "--llm-concurrency",
-                                            help="LLM calls in flight at once for the whole job"),
-        dry_run: bool = typer.Option(False, "--dry-run", help="print the run ID, domain mix, episodes to resume "
-                                                              "and an estimate; run nothing"),
-        as_json: bool = typer.Option(False, "--json", help="print the job's summary as JSON (stdout)"),
-        store: str = typer.Option(None, "--store", help="store URL: a directory or s3://bucket/prefix "
-                                                        "(default: $HALO_STORE_URL or ./halo-data)"),
-        episodes: int = typer.Option(200, "--episodes", help="episodes to run (tasks are cycled with new seeds)"),
-        replicas: int = typer.Option(None, "--replicas", help="worker actors (default: one per CPU)"),
-        cpus_per_worker: int = typer.Option(1, "--cpus-per-worker", help="CPUs each worker holds for solvers"),
-        pin_cpus: bool = typer.Option(True, "--pin-cpus/--no-pin-cpus",
-                                      help="run each worker on CPUs of its own (unpinned where none are free)"),
-        address: str = typer.Option(None, "--address", help="join this Ray cluster instead of starting one"),
-        run_id: str = typer.Option(None, "--run-id", help="run ID (default: derived from the arguments, so "
-                                                          "re-running the same command resumes)"),
-        seed: int = typer.Option(0, "--seed"),
-        max_steps: int = typer.Option(10, "--max-steps"),
-        dashboard: bool = typer.Option(False, "--dashboard", help="start the Ray dashboard (about 1 GB)"),
-        progress: bool = typer.Option(True, "--progress/--no-progress", help="live progress display"),
-        retry_quarantined: bool = typer.Option(False, "--retry-quarantined",
-                                               help="when resuming, run tasks an earlier session quarantined again"),
-        backup_tail: bool = typer.Option(True, "--backup-tail/--no-backup-tail",
-                                         help="at the end, idle workers also run the last episodes still in "
-                                              "flight; the first copy to finish is kept (costs extra LLM calls)"),
-    ) -> None:
-        """Run episodes in parallel on Ray and commit each exactly once to the trajectory store."""
-        from cluster.config import Settings
-        from rollout.driver import RolloutConfig
 
-        config = RolloutConfig(store_url=store or Settings.from_env().store_url, tasks=tasks, policy=policy,
-                               llm=llm, episodes=episodes, replicas=replicas, cpus_per_worker=cpus_per_worker,
-                               pin_cpus=pin_cpus,
-                               run_id=run_id, seed=seed, max_steps=max_steps, progress=progress,
-                               retry_quarantined=retry_quarantined, backup_tail=backup_tail, llm_rpm=llm_rpm,
-                               llm_tpm=llm_tpm, llm_concurrency=llm_concurrency)
-        job = make_job(config)
-        if dry_run:
-            print_dry_run(job, as_json=as_json)
-            return
-        preflight_rollout(llm, policy, config.store_url)  # before Ray starts: one line and exit 3
-        refuse_second_writer(job)
-        stored = job.asks_fewer_than_stored()
-        if stored is not None:
-            typer.echo(job.fewer_message(stored), err=True)
-            raise typer.Exit(0)
-        summary = run_job(job, address, dashboard=dashboard)
-        report_summary(job, summary, as_json=as_json)
-        raise typer.Exit({"completed": 0, "interrupted": EXIT_INTERRUPTED}.get(summary.status, EXIT_FAILED))
+def rollout(job_options: JobOptions, run: RunOptions) -> None:
+    """Run episodes in parallel on Ray and commit each exactly once to the trajectory store."""
+    config = rollout_config(job_options, run.store)
+    job = make_job(config)
+    if run.dry_run:
+        print_dry_run(job, as_json=run.as_json)
+        return
+    preflight_rollout(config.llm, config.policy, config.store_url)  # before Ray starts: one line and exit 3
+    refuse_second_writer(job)
+    stored = job.asks_fewer_than_stored()
+    if stored is not None:
+        typer.echo(job.fewer_message(stored), err=True)
+        raise typer.Exit(0)
+    summary = run_job(job, run.address, dashboard=run.dashboard)
+    report_summary(job, summary, as_json=run.as_json)
+    raise typer.Exit({"completed": 0, "interrupted": EXIT_INTERRUPTED}.get(summary.status, EXIT_FAILED))
+
+
+def rollout_config(job_options: JobOptions, store: str | None) -> RolloutConfig:
+    """The job's config from its options (the store: --store, else $HALO_STORE_URL, else ./halo-data)."""
+    from cluster.config import Settings
+    from rollout.driver import RolloutConfig
+
+    return RolloutConfig(store_url=store or Settings.from_env().store_url, **asdict(job_options))
 
 
 def make_job(config: RolloutConfig) -> RolloutJob:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
+
+if TYPE_CHECKING:
+    from rollout.tasks.generators.pipeline import GenerateRequest, JobStats
 
 tasks_app = typer.Typer(help="Generated planning tasks: generators, difficulty levels, task sets.",
                         no_args_is_help=True)
@@ -48,14 +53,6 @@ def generate(
     ray_mode: str = typer.Option("auto", "--ray", help="auto (Ray from 200 tasks), on, off"),
 ) -> None:
     """Generate verified tasks: gold PDDL, statements, validated gold plans, difficulty measures."""
-    import time
-
-    from rollout.tasks.generators import PRESETS, GeneratorError
-    from rollout.tasks.generators.base import parse_sizes
-    from rollout.tasks.generators.genset import GenSetError
-    from rollout.tasks.generators.pipeline import GenerateRequest, JobStats, expand, wants_ray
-    from rollout.tasks.generators.pipeline import generate as run
-
     if domain.split(":")[0] == "natural_plan":
         from cluster.commands.tasks_natural_plan import generate_natural_plan
 
@@ -68,40 +65,69 @@ def generate(
         return
     if ray_mode not in ("auto", "on", "off"):
         raise typer.BadParameter("choose auto, on or off", param_hint="--ray")
+    req = generate_request(domain, out, count, seed, difficulty, size, timeout_s, address, ray_mode)
+    run_generate(req)
+
+
+def generate_request(domain: str, out: str, count: int | None, seed: int, difficulty: str | None, size: str | None,
+                     timeout_s: float, address: str | None, ray_mode: str) -> GenerateRequest:
+    """The generation request from the command's options, or one line and exit 2."""
+    from rollout.tasks.generators import PRESETS, GeneratorError
+    from rollout.tasks.generators.base import parse_sizes
+    from rollout.tasks.generators.pipeline import GenerateRequest, expand
+
     try:
         # no level and no sizes: the medium level; sizes alone: level "custom" (medium ranges under them)
         jobs = expand(domain, difficulty or (None if size or domain in PRESETS else "medium"))
         default_count = 30 if domain in PRESETS else 100
-        req = GenerateRequest(jobs=jobs, count=default_count if count is None else count, seed=seed, out=out,
-                              overrides=parse_sizes(size), timeout_s=timeout_s, address=address,
-                              use_ray={"auto": None, "on": True, "off": False}[ray_mode])
+        return GenerateRequest(jobs=jobs, count=default_count if count is None else count, seed=seed, out=out,
+                               overrides=parse_sizes(size), timeout_s=timeout_s, address=address,
+                               use_ray={"auto": None, "on": True, "off": False}[ray_mode])
     except GeneratorError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    last = [0.0]
 
-    def progress(s: JobStats) -> None:
+
+class _Progress:
+    """One line per (domain, level) job at most every 5 s, and one when it is done."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+
+    def __call__(self, s: JobStats) -> None:
+        import time
+
         now = time.monotonic()
-        if s.gold < s.wanted and now - last[0] < 5.0:
+        if s.gold < s.wanted and now - self.last < 5.0:
             return
-        last[0] = now
+        self.last = now
         rate = s.gold / s.wall_s if s.wall_s else 0.0
         typer.echo(f"  {s.domain}/{s.level}: {s.gold}/{s.wanted} gold, {s.duplicates} duplicates, "
                    f"rejected {dict(s.rejected) or 'none'}, {rate:.1f} tasks/s", err=True)
+
+
+def run_generate(req: GenerateRequest) -> None:
+    """Generate (on Ray when the request wants it) and say where the tasks are."""
+    import time
+
+    from rollout.tasks.generators import GeneratorError
+    from rollout.tasks.generators.genset import GenSetError
+    from rollout.tasks.generators.pipeline import generate as run
+    from rollout.tasks.generators.pipeline import wants_ray
 
     handle = None
     try:
         if wants_ray(req):
             from cluster.ray_cluster import start_or_join
 
-            handle = start_or_join(address)
+            handle = start_or_join(req.address)
         t0 = time.monotonic()
-        stats = run(req, progress)
+        stats = run(req, _Progress())
     except (GeneratorError, GenSetError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     except KeyboardInterrupt as exc:
-        typer.echo(f"interrupted: the (domain, level) jobs already finished are in {out}", err=True)
+        typer.echo(f"interrupted: the (domain, level) jobs already finished are in {req.out}", err=True)
         raise typer.Exit(130) from exc
     finally:
         if handle is not None:
@@ -109,7 +135,7 @@ def generate(
 
             shutdown(handle)
     total = sum(s.gold for s in stats)
-    typer.echo(f"{total} gold tasks in {time.monotonic() - t0:.1f}s -> {out} (use --tasks gen:{out})")
+    typer.echo(f"{total} gold tasks in {time.monotonic() - t0:.1f}s -> {req.out} (use --tasks gen:{req.out})")
 
 
 @tasks_app.command()

@@ -2,84 +2,138 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
+from cluster.commands.options import command, option
 from solvers.errors import count_handled
+
+if TYPE_CHECKING:
+    from train.manifest import Manifest
+    from train.trainer import TrainConfig
+
+
+@dataclass(kw_only=True)
+class Artifact:
+    """What is trained from what, and where it goes."""
+
+    data: Path = option(..., "--data", help="dataset directory from `halo dataset build`")
+    out: str = option(..., "--out", help="artifact directory, e.g. halo-data/models/NAME, or "
+                                         "s3://bucket/prefix/models/NAME (staged locally, then uploaded)")
+    policy_class: str = option(None, "--policy-class",
+                               help="hashed_linear (the fast policy, under a minute on a CPU; also 'fast') | "
+                                    "llm ((Q)LoRA on the base model on Ray Train: minutes to hours); "
+                                    "default: llm when --base-model is given, else the fast policy")
+    base_model: str = option(None, "--base-model", help="model directory, or 'smollm2' (llm only)")
+    name: str = option("", help="model name in the manifest (default: --out's last component)")
+    init_from: str = option("", help="continue from a previous artifact (same label set)")
+
+
+@dataclass(kw_only=True)
+class Model:
+    """The adapter and the inputs it sees (llm only)."""
+
+    qlora: bool = option(None, "--qlora/--no-qlora", help="4-bit NF4 base (default: on with CUDA)")
+    lora_r: int = option(16)
+    lora_alpha: int = option(32)
+    lora_dropout: float = option(0.05)
+    lm_head: str = option("labels", help="labels | full | none: which LM-head rows train")
+    max_length: int = option(2048)
+
+
+@dataclass(kw_only=True)
+class Schedule:
+    """How long and on what (llm only): TrainConfig fields of the same names."""
+
+    epochs: int = option(3)
+    max_steps: int = option(0, help="stop after this many optimizer steps (0: all epochs)")
+    lr: float = option(2e-5)
+    warmup_steps: int = option(100)
+    batch_size: int = option(4, help="per-device batch")
+    grad_accum: int = option(4)
+    max_train_examples: int = option(0, help="cap for short CPU runs (0: all)")
+    max_val_examples: int = option(0)
+    checkpoint_every: int = option(0, help="extra checkpoint every N steps (0: per epoch)")
+    resume: bool = option(True, help="resume from the newest checkpoint under --out")
+
+
+@dataclass(kw_only=True)
+class Cluster:
+    """Where it runs (llm only)."""
+
+    workers: int = option(1, help="Ray Train workers (DDP)")
+    address: str = option("", help="Ray address of an existing cluster ('' = start in-process)")
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("train")
-    def train(
-        data: Path = typer.Option(..., "--data", help="dataset directory from `halo dataset build`"),
-        out: str = typer.Option(..., "--out", help="artifact directory, e.g. halo-data/models/NAME, or "
-                                                   "s3://bucket/prefix/models/NAME (staged locally, then uploaded)"),
-        policy_class: str = typer.Option(None, "--policy-class",
-                                         help="hashed_linear (the fast policy, under a minute on a CPU; also 'fast') | "
-                                              "llm ((Q)LoRA on the base model on Ray Train: minutes to hours); "
-                                              "default: llm when --base-model is given, else the fast policy"),
-        base_model: str = typer.Option(None, "--base-model", help="model directory, or 'smollm2' (llm only)"),
-        workers: int = typer.Option(1, help="Ray Train workers (DDP)"),
-        qlora: bool = typer.Option(None, "--qlora/--no-qlora", help="4-bit NF4 base (default: on with CUDA)"),
-        epochs: int = typer.Option(3),
-        max_steps: int = typer.Option(0, help="stop after this many optimizer steps (0: all epochs)"),
-        lr: float = typer.Option(2e-5),
-        warmup_steps: int = typer.Option(100),
-        batch_size: int = typer.Option(4, help="per-device batch"),
-        grad_accum: int = typer.Option(4),
-        max_length: int = typer.Option(2048),
-        lora_r: int = typer.Option(16),
-        lora_alpha: int = typer.Option(32),
-        lora_dropout: float = typer.Option(0.05),
-        lm_head: str = typer.Option("labels", help="labels | full | none: which LM-head rows train"),
-        max_train_examples: int = typer.Option(0, help="cap for short CPU runs (0: all)"),
-        max_val_examples: int = typer.Option(0),
-        checkpoint_every: int = typer.Option(0, help="extra checkpoint every N steps (0: per epoch)"),
-        resume: bool = typer.Option(True, help="resume from the newest checkpoint under --out"),
-        init_from: str = typer.Option("", help="continue from a previous artifact (same label set)"),
-        address: str = typer.Option("", help="Ray address of an existing cluster ('' = start in-process)"),
-        name: str = typer.Option("", help="model name in the manifest (default: --out's last component)"),
-    ) -> None:
-        """Train a policy; print its metrics and where the artifact is."""
-        from train.dataset import DatasetError
-        from train.store_io import stage_output, upload_output
-
-        policy_class = policy_class or ("llm" if base_model else "hashed_linear")
-        policy_class = {"fast": "hashed_linear"}.get(policy_class, policy_class)
-        base_model = base_model or "smollm2"
-        if policy_class not in ("llm", "hashed_linear"):
-            raise typer.BadParameter("--policy-class must be hashed_linear (fast) or llm")
-        name = name or out.rstrip("/").rsplit("/", 1)[-1]
-        typer.echo(_plan_line(policy_class, data, base_model, epochs, max_steps, batch_size, grad_accum, workers,
-                              max_length, max_train_examples), err=True)
-        _quiet_third_party()
-        if out.startswith(("s3://", "s3a://")):
-            from cluster.preflight import check_store
-
-            check_store(out)  # before training, not at the upload after it
-        local_out = stage_output(out)
-        try:
-            if policy_class == "hashed_linear":
-                from train.fast_policy import train_fast_policy_dir
-
-                manifest = train_fast_policy_dir(data, local_out, name=name)
-            else:
-                manifest = _train_llm(**{**locals(), "out": local_out})
-            where = upload_output(local_out, out)
-        except (DatasetError, FileNotFoundError, ValueError, RuntimeError) as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from exc
-        typer.echo(f"{manifest.policy_class} model {manifest.name} {manifest.version} -> {where}")
-        for key, value in sorted(manifest.metrics.items()):
-            typer.echo(f"  {key:>20}: {value:.4g}")
+    app.command("train")(command(train, Artifact, Model, Schedule, Cluster))
 
 
-def _plan_line(policy_class: str, data: Path, base_model: str, epochs: int, max_steps: int, batch_size: int,
-               grad_accum: int, workers: int, max_length: int, max_train_examples: int) -> str:
+def train(artifact: Artifact, model: Model, schedule: Schedule, cluster: Cluster) -> None:
+    """Train a policy; print its metrics and where the artifact is."""
+    from train.dataset import DatasetError
+    from train.store_io import stage_output, upload_output
+
+    policy_class = _policy_class(artifact)
+    out = artifact.out
+    typer.echo(_plan_line(policy_class, artifact, model, schedule, cluster), err=True)
+    _quiet_third_party()
+    if out.startswith(("s3://", "s3a://")):
+        from cluster.preflight import check_store
+
+        check_store(out)  # before training, not at the upload after it
+    local_out = stage_output(out)
+    try:
+        if policy_class == "hashed_linear":
+            from train.fast_policy import train_fast_policy_dir
+
+            manifest = train_fast_policy_dir(artifact.data, local_out, name=_name(artifact))
+        else:
+            manifest = _train_llm(train_config(artifact, model, schedule, cluster, local_out), cluster.address)
+        where = upload_output(local_out, out)
+    except (DatasetError, FileNotFoundError, ValueError, RuntimeError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(f"{manifest.policy_class} model {manifest.name} {manifest.version} -> {where}")
+    for key, value in sorted(manifest.metrics.items()):
+        typer.echo(f"  {key:>20}: {value:.4g}")
+
+
+def _policy_class(artifact: Artifact) -> str:
+    policy_class = artifact.policy_class or ("llm" if artifact.base_model else "hashed_linear")
+    policy_class = {"fast": "hashed_linear"}.get(policy_class, policy_class)
+    if policy_class not in ("llm", "hashed_linear"):
+        raise typer.BadParameter("--policy-class must be hashed_linear (fast) or llm")
+    return policy_class
+
+
+def _name(artifact: Artifact) -> str:
+    return artifact.name or artifact.out.rstrip("/").rsplit("/", 1)[-1]
+
+
+def train_config(artifact: Artifact, model: Model, schedule: Schedule, cluster: Cluster, out: Path | str
+                 ) -> TrainConfig:
+    """The LLM run's TrainConfig from the command's options (written to `out`, the local staging
+    directory); QLoRA and the GPU default to on where CUDA is."""
+    import torch
+
+    from train.trainer import TrainConfig
+
+    qlora = model.qlora if model.qlora is not None else torch.cuda.is_available()
+    return TrainConfig(data_dir=str(artifact.data), out=str(out), base_model=artifact.base_model or "smollm2",
+                       name=_name(artifact), init_from=artifact.init_from, workers=cluster.workers,
+                       **{**asdict(model), "qlora": bool(qlora)}, **asdict(schedule),
+                       use_gpu=torch.cuda.is_available(), progress=True)
+
+
+def _plan_line(policy_class: str, artifact: Artifact, model: Model, schedule: Schedule, cluster: Cluster) -> str:
     """What is about to run, printed before anything heavy starts."""
     from train.dataset import read_split
 
+    data = artifact.data
     try:
         examples = len(read_split(data, "train"))
     except Exception as exc:  # noqa: BLE001  (the training call reports a bad dataset itself)
@@ -87,13 +141,14 @@ def _plan_line(policy_class: str, data: Path, base_model: str, epochs: int, max_
         return f"training {policy_class} on {data}"
     if policy_class == "hashed_linear":
         return f"training the fast policy (hashed_linear) on {examples} examples from {data} (under a minute on a CPU)"
-    if max_train_examples:
-        examples = min(examples, max_train_examples)
-    per_step = max(1, batch_size * grad_accum * workers)
-    steps = max_steps or -(-examples // per_step) * epochs
-    return (f"training llm: (Q)LoRA on base model {base_model}, {examples} examples, {epochs} epoch(s), "
-            f"{steps} optimizer steps of {per_step} examples at length {max_length} on {workers} worker(s); "
-            "each logged step prints its time (--policy-class hashed_linear trains the fast policy in seconds)")
+    if schedule.max_train_examples:
+        examples = min(examples, schedule.max_train_examples)
+    per_step = max(1, schedule.batch_size * schedule.grad_accum * cluster.workers)
+    steps = schedule.max_steps or -(-examples // per_step) * schedule.epochs
+    return (f"training llm: (Q)LoRA on base model {artifact.base_model or 'smollm2'}, {examples} examples, "
+            f"{schedule.epochs} epoch(s), {steps} optimizer steps of {per_step} examples at length "
+            f"{model.max_length} on {cluster.workers} worker(s); each logged step prints its time "
+            "(--policy-class hashed_linear trains the fast policy in seconds)")
 
 
 def _quiet_third_party() -> None:
@@ -108,21 +163,15 @@ def _quiet_third_party() -> None:
     warnings.filterwarnings("ignore", module=r"(transformers|bitsandbytes|peft|accelerate|torch)(\..*)?")
 
 
-def _train_llm(**kw: object) -> object:
+def _train_llm(cfg: TrainConfig, address: str) -> Manifest:
     import ray
-    import torch
 
-    from train.trainer import TrainConfig, train_llm
+    from train.trainer import train_llm
 
-    qlora = kw["qlora"] if kw["qlora"] is not None else torch.cuda.is_available()
-    fields = set(TrainConfig.__dataclass_fields__)
-    args = {k: v for k, v in kw.items() if k in fields and k not in {"data", "out", "qlora"}}
-    cfg = TrainConfig(data_dir=str(kw["data"]), out=str(kw["out"]), qlora=bool(qlora),
-                      use_gpu=torch.cuda.is_available(), progress=True, **args)
-    if kw["address"]:
-        ray.init(address=str(kw["address"]))
+    if address:
+        ray.init(address=address)
     try:
         return train_llm(cfg)
     finally:
-        if kw["address"]:
+        if address:
             ray.shutdown()

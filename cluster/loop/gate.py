@@ -180,21 +180,12 @@ def run_gate_episodes(model_dir: Path, tasks: list[Task], *, seeds: list[int], r
                       llm: str, concurrency: int = 4) -> list[EpisodeRecord]:
     """Episodes of the rules-first policy in `model_dir` on `tasks` x `seeds` (in this process), in the
     world `llm` names (a sim spec's world file applies here too)."""
-    from rollout.driver.worker import parse_llm_spec
-    from rollout.loop.backends import LLMAgents
+    from rollout.llm.spec import LLMSpec
+    from rollout.loop.backends import agent_backend_for
     from rollout.loop.episode import EpisodeConfig, run_episode
-    from rollout.sim.backend import SimAgents
-    from rollout.sim.spec import sim_config_for
     from train.policies import load_policy
 
-    backend, model, base_url = parse_llm_spec(llm)
-    agents: SimAgents | LLMAgents
-    if model is not None:
-        from rollout.llm import OpenAIChatClient, config_from_env
-
-        agents = LLMAgents(backend, OpenAIChatClient(config_from_env(model, base_url)))
-    else:
-        agents = SimAgents(sim_config_for(llm))
+    agents = agent_backend_for(LLMSpec.parse(llm), pool=None)  # the LLM client's own connection limit
     policy = load_policy(model_dir, rules_first=True)
 
     async def all_episodes() -> list[EpisodeRecord]:

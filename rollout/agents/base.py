@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rollout.core.agent_table import AGENTS, AgentInfo, agent_class, agent_info, agent_name
 from rollout.core.state import EpisodeState
 from rollout.tasks.base import Task
+from solvers.errors import InputError
 
 if TYPE_CHECKING:
     from solvers import Limits
@@ -42,6 +43,12 @@ class ChatBackend(Protocol):
     """A real LLM chat endpoint (rollout.llm implements it)."""
 
     async def chat(self, messages: list[dict[str, str]], *, purpose: str) -> Any: ...
+
+
+class BackendMisconfigured(InputError, RuntimeError):
+    """A chat backend that cannot answer in this setting at all (not a failed call), e.g. the
+    simulated teacher outside its simulated world: what was asked for is wrong, so callers end the
+    episode with it, no fallback."""
 
 
 @dataclass

@@ -28,6 +28,7 @@ from rollout.agents.plan_search import (
     failing_step_hint,
     plan_text,
 )
+from rollout.core.agent_table import AgentId
 from rollout.core.state import EpisodeState
 from rollout.pddl.model import PDDLParseError, Unsupported
 from rollout.pddl.state_space import Step, World, load_world, render_problem
@@ -174,7 +175,7 @@ def _fmt(step: Step) -> str:
 class AgentVariableSwapper(DeterministicAgent):
     """13: beam search over argument permutations of the steps around the first failure."""
 
-    agent_id = 13
+    agent_id = AgentId.VARIABLE_SWAPPER
 
     def repair(self, inp: RepairInput) -> tuple[list[Step], str]:
         def neighbours(plan: list[Step], ev: Evaluation):
@@ -199,7 +200,7 @@ class AgentVariableSwapper(DeterministicAgent):
 class AgentActionReorderer(DeterministicAgent):
     """14: circular shifts of the plan, then dependency-aware moves and adjacent swaps."""
 
-    agent_id = 14
+    agent_id = AgentId.ACTION_REORDERER
 
     def repair(self, inp: RepairInput) -> tuple[list[Step], str]:
         plan = inp.plan
@@ -252,7 +253,7 @@ class AgentActionReorderer(DeterministicAgent):
 class AgentRedundancyStripper(DeterministicAgent):
     """15: drops duplicated steps, pairs whose second step undoes the first, and useless steps."""
 
-    agent_id = 15
+    agent_id = AgentId.REDUNDANCY_STRIPPER
 
     def repair(self, inp: RepairInput) -> tuple[list[Step], str]:
         plan, removed = list(inp.plan), []
@@ -305,7 +306,7 @@ class AgentRedundancyStripper(DeterministicAgent):
 class AgentPlanTruncator(DeterministicAgent):
     """16: keeps the shortest prefix after which the goal holds."""
 
-    agent_id = 16
+    agent_id = AgentId.PLAN_TRUNCATOR
 
     def repair(self, inp: RepairInput) -> tuple[list[Step], str]:
         plan = inp.plan
@@ -331,7 +332,7 @@ class AgentPlanTruncator(DeterministicAgent):
 class AgentSubplanFiller(DeterministicAgent):
     """17: keeps the longest valid prefix and asks the planner to bridge to the next segment."""
 
-    agent_id = 17
+    agent_id = AgentId.SUBPLAN_FILLER
     needs_simulator = True
 
     def repair(self, inp: RepairInput) -> tuple[list[Step], str]:

@@ -8,7 +8,7 @@ does. Neither path raises for bad model output: a failed call is an AgentOutcome
 from __future__ import annotations
 
 from rollout.agents.base import Agent, AgentContext, AgentOutcome
-from rollout.core.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID, NOOP_ID
+from rollout.core.agent_table import AGENT_TABLE, AgentId
 from rollout.core.state import EpisodeState
 
 
@@ -40,13 +40,13 @@ def _llm_agent(agent_id: int, class_name: str) -> type[LLMAgent]:
 for _info in AGENT_TABLE:
     if _info.kind == "llm":
         globals()[_info.name] = _llm_agent(_info.agent_id, _info.name)
-DynamicAgent = _llm_agent(DYNAMIC_AGENT_ID, "DynamicAgent")
+DynamicAgent = _llm_agent(AgentId.DYNAMIC, "DynamicAgent")
 
 
 class NoOpAgent(Agent):
     """Terminates the loop when the plan is valid; changes nothing."""
 
-    agent_id = NOOP_ID
+    agent_id = AgentId.NOOP
 
     async def apply(self, state: EpisodeState, ctx: AgentContext, *, dynamic_profile: str | None = None
                     ) -> AgentOutcome:

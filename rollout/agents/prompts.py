@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from rollout.core.agent_table import DYNAMIC_AGENT_ID, agent_name
+from rollout.core.agent_table import AgentId, agent_name
 from rollout.core.state import EpisodeState
 from rollout.tasks.base import Task
 
@@ -171,7 +171,7 @@ DYNAMIC_PROMPT = AgentPrompt(
 
 
 def prompt_for(agent_id: int) -> AgentPrompt:
-    if agent_id == DYNAMIC_AGENT_ID:
+    if agent_id == AgentId.DYNAMIC:
         return DYNAMIC_PROMPT
     if agent_id not in PROMPTS:
         raise KeyError(f"agent {agent_id} is not an LLM agent")
@@ -181,7 +181,7 @@ def prompt_for(agent_id: int) -> AgentPrompt:
 def system_prompt(agent_id: int, target_planner: str, dynamic_profile: str | None = None) -> str:
     spec = prompt_for(agent_id)
     parts = [spec.role]
-    if agent_id == DYNAMIC_AGENT_ID:
+    if agent_id == AgentId.DYNAMIC:
         parts.append("Task profile: " + (dynamic_profile or "repair whatever the tool output shows is wrong.").strip())
     else:
         parts.append(spec.instructions)
@@ -223,7 +223,7 @@ def user_prompt(state: EpisodeState, task: Task | None = None, *, agent_id: int 
         sections.append(("Validator output", _tail(state.validator_errors, _CAPS["validator"])))
     if state.planner_log:
         sections.append(("Planner log (end)", _tail(state.planner_log, _CAPS["planner"])))
-    if state.proposed_solution and agent_id != 3:
+    if state.proposed_solution and agent_id != AgentId.EMERGENCY_SOLUTION:
         sections.append(("Solution outline from an earlier step", _head(state.proposed_solution, _CAPS["solution"])))
     if state.history:
         sections.append(("Agents already applied (oldest first)", ", ".join(agent_name(a) for a in state.history)))

@@ -34,7 +34,7 @@ class Decision:
     latency_ms: float = 0.0
     reason: str = ""
     policy_version: str = ""
-    # Free text for the dynamic agent's task profile (agent_id == DYNAMIC_AGENT_ID).
+    # Free text for the dynamic agent's task profile (agent_id == AgentId.DYNAMIC).
     dynamic_profile: str | None = None
     # What the decision itself cost (an LLM orchestrator such as the prompted teacher).
     llm_calls: int = 0
@@ -52,6 +52,7 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in _DECISION_FIELDS}  # all scalars: no deep copy
+        data["agent_id"] = int(self.agent_id)  # an AgentId travels as the plain integer
         data["agent_name"] = self.agent_name
         return data
 

@@ -17,7 +17,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any
 
-from rollout.core.agent_table import DYNAMIC_AGENT_ID
+from rollout.core.agent_table import AgentId
 from solvers.errors import InputError
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class EpisodeState:
     target_planner: str = "fd"
 
     def with_history(self, agent_id: int) -> list[int]:
-        return (self.history + [agent_id])[-HISTORY_LEN:]
+        return (self.history + [int(agent_id)])[-HISTORY_LEN:]  # plain ints, an AgentId too
 
     def to_dict(self) -> dict[str, Any]:
         # Fields are strings, numbers, booleans and one list of ints: a shallow copy is a full
@@ -113,7 +113,7 @@ def state_schema() -> type[BaseModel]:
     drift apart. Strict and closed (unknown keys refused); pydantic loads on first use only."""
     from pydantic import ConfigDict, Field, create_model
 
-    agent_id = Annotated[int, Field(ge=0, le=DYNAMIC_AGENT_ID)]
+    agent_id = Annotated[int, Field(ge=0, le=int(AgentId.DYNAMIC))]
     bounded: dict[str, Any] = {"step": Annotated[int, Field(ge=0, le=MAX_STEP)],
                                "history": Annotated[list[agent_id], Field(max_length=MAX_HISTORY_IN)]}
     spec: dict[str, Any] = {}

@@ -20,11 +20,11 @@ def plan_summary(job: RolloutJob) -> dict[str, Any]:
 
 def estimate(job: RolloutJob, episodes: int) -> str:
     """From this store's earlier runs of the same LLM backend: their episodes per second."""
-    from rollout.driver.worker import parse_llm_spec
+    from rollout.llm.spec import LLMSpec
 
     if episodes == 0:
         return "nothing to run"
-    backend = parse_llm_spec(job.config.llm)[0]
+    backend = LLMSpec.parse(job.config.llm).backend
     done = wall = 0.0
     for info in job.store.list_runs():
         meta = job.store.read_run_meta(info.run_id)

@@ -43,7 +43,7 @@ from rollout.driver.quarantine import Quarantine, Strike
 from rollout.driver.run_meta import close_run, open_run, record_progress, same_identity
 from rollout.driver.scheduling import Dispatcher, Schedule
 from rollout.driver.summary import RolloutSummary, top_failure_reasons
-from rollout.driver.worker import EpisodeSummary, WorkerBatch, parse_llm_spec
+from rollout.driver.worker import EpisodeSummary, WorkerBatch
 from rollout.store import RetryPolicy, RunMeta, StoreUnavailable, TrajectoryStore, check_run_id
 from rollout.store.lease import Lease, LeaseInfo, run_lease_path, run_stop_path
 
@@ -56,17 +56,18 @@ class RolloutJob:
     def __init__(self, config: RolloutConfig, *, store: TrajectoryStore | None = None) -> None:
         from rollout.policies import make_policy
         from rollout.sim.runnable import sim_unrunnable
+        from rollout.sim.spec import read_llm_spec
         from rollout.tasks import load_tasks
 
         self.config = config
-        parse_llm_spec(config.llm)
+        llm = read_llm_spec(config.llm)
         make_policy(config.policy, seed=config.seed).close()  # a bad spec fails here, not in every actor
         if config.cpus_per_worker < 1:
             raise ValueError(f"cpus_per_worker must be at least 1, got {config.cpus_per_worker}")
         if config.replicas is not None and config.replicas < 1:
             raise ValueError(f"--replicas must be at least 1, got {config.replicas}")
         self.tasks = load_tasks(config.tasks)
-        if config.llm.split(":")[0] == "sim" and (unrunnable := sim_unrunnable(self.tasks)) is not None:
+        if llm.is_sim and (unrunnable := sim_unrunnable(self.tasks)) is not None:
             raise ValueError(unrunnable)  # e.g. Natural Plan's own files: no PDDL to draft from
         self.run_id = check_run_id(config.run_id or default_run_id(config.identity()))
         self.specs = plan_episodes(self.tasks, config.episodes, self.run_id, config.seed)

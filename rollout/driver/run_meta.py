@@ -10,7 +10,7 @@ import logging
 from rollout.driver.config import IDENTITY_KEYS, RolloutConfig
 from rollout.driver.progress import ProgressStats
 from rollout.driver.summary import RolloutSummary
-from rollout.driver.worker import parse_llm_spec
+from rollout.llm.spec import LLMSpec
 from rollout.store import RunMeta, StoreUnavailable, TrajectoryStore
 
 log = logging.getLogger(__name__)
@@ -36,11 +36,12 @@ def open_run(store: TrajectoryStore, run_id: str, config: RolloutConfig, episode
     meta.status = "running"
     meta.config = {**identity, "episodes": config.episodes, "store": store.url,
                    "replicas": config.replicas, "cpus_per_worker": config.cpus_per_worker}
-    meta.llm_backend = parse_llm_spec(config.llm)[0]
-    if meta.llm_backend == "sim":  # the world the episodes ran in, by its parameters' hash
-        from rollout.sim.spec import parse_sim_spec
+    llm = LLMSpec.parse(config.llm)
+    meta.llm_backend = llm.backend
+    if llm.is_sim:  # the world the episodes ran in, by its parameters' hash
+        from rollout.sim.spec import SimSpec
 
-        sim = parse_sim_spec(config.llm).config
+        sim = SimSpec.parse(llm).config
         meta.config["sim_world"] = {"name": sim.world_name, "hash": sim.world_hash}
     meta.policy = config.policy
     meta.episodes_requested = episodes_requested

@@ -21,7 +21,7 @@ import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -30,9 +30,6 @@ from rollout.core.trajectory import EpisodeRecord
 from rollout.driver.episode_set import EpisodeSpec
 from rollout.tasks.base import Task
 from solvers.errors import count_handled
-
-if TYPE_CHECKING:
-    from rollout.loop.env import AgentBackend
 
 EpisodeFn = Callable[..., Awaitable[EpisodeRecord]]  # (task, policy, config, *, episode_id) -> record
 ROWS_CODEC = "lz4"  # of WorkerBatch.rows_ipc (an LZ4 frame)
@@ -120,45 +117,6 @@ class WorkerBatch:
         return pa.ipc.open_stream(raw).read_all()
 
 
-def parse_llm_spec(spec: str) -> tuple[str, str | None, str | None]:
-    """"sim[:k=v,...]" | "openai:MODEL" | "openai:MODEL@BASE_URL" -> (backend name, model, base URL).
-
-    A sim spec's parameters (rollout/sim/spec.py) are checked here; the backend name stays "sim"."""
-    from rollout.sim.spec import is_sim_spec, parse_sim_spec
-
-    spec = spec.strip()
-    if is_sim_spec(spec):
-        parse_sim_spec(spec)
-        return "sim", None, None
-    kind, _, rest = spec.partition(":")
-    if kind != "openai" or not rest:
-        raise ValueError(f"unknown --llm {spec!r}: use sim[:realtime=1,latency_ms=...,latency_sigma=...], "
-                         f"openai:MODEL or openai:MODEL@BASE_URL "
-                         f"(base URL and key may also come from HALO_LLM_BASE_URL / HALO_LLM_API_KEY)")
-    model, _, url = rest.partition("@")
-    return f"openai:{model}", model, url or None
-
-
-def agent_backend_for(spec: str, *, pool: int = 512) -> AgentBackend:
-    """The agent backend of an --llm spec: the simulated world (its calls over HTTP when the spec
-    names a base_url) or real LLM agents on one OpenAI-protocol client of `pool` connections."""
-    from rollout.llm import LLMConfig, OpenAIChatClient, config_from_env
-    from rollout.loop.backends import LLMAgents
-    from rollout.sim.backend import SimAgents
-    from rollout.sim.spec import parse_sim_spec
-
-    backend, model, base_url = parse_llm_spec(spec)
-    if model is not None:
-        overrides = {} if os.environ.get("HALO_LLM_MAX_CONCURRENCY") else {"max_concurrency": pool}
-        return LLMAgents(backend, OpenAIChatClient(config_from_env(model, base_url, **overrides)))
-    options = parse_sim_spec(spec)
-    transport = None
-    if options.base_url is not None:  # the simulated calls' waits go over HTTP (one client, one pool)
-        transport = OpenAIChatClient(LLMConfig(base_url=options.base_url, model=options.model,
-                                               max_concurrency=pool, timeout_s=600.0, max_attempts=8))
-    return SimAgents(options.config, transport=transport)
-
-
 class MeteredExecutor(ThreadPoolExecutor):
     """A thread pool that records, per call, how long it queued and how long it ran."""
 
@@ -201,6 +159,7 @@ class RolloutWorker:
 
     def __init__(self, setup: WorkerSetup) -> None:
         from rollout.llm.budget import LLMGate, install_gate
+        from rollout.loop.backends import agent_backend_for
         from rollout.policies import make_policy
 
         self.setup = setup

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import solvers
 from rollout.agents.base import AgentContext, AgentOutcome, ChatBackend, Draft, LLMStandIn, make_agent
-from rollout.core.agent_table import NATURAL_LANGUAGE_ID, NOOP_ID, agent_name
+from rollout.core.agent_table import AgentId, agent_name
 from rollout.core.decision import Decision
 from rollout.core.infra import infra_reason
 from rollout.core.state import EpisodeState
@@ -133,10 +133,10 @@ class RefinementEnv:
         """Apply the decided agent; plan and validate what changed; the next state."""
         state = self._check_steppable()
         step, state_json = self._step, self._state_json
-        if decision.agent_id == NOOP_ID:
-            outcome = await self._apply_agent(NOOP_ID, state, decision)
+        if decision.agent_id == AgentId.NOOP:
+            outcome = await self._apply_agent(AgentId.NOOP, state, decision)
             record = _step_record(step, state_json, decision, outcome, state)
-            state.history = state.with_history(NOOP_ID)
+            state.history = state.with_history(AgentId.NOOP)
             finished = bool(state.plan_valid)
         else:
             outcome = await self._apply_agent(decision.agent_id, state, decision)
@@ -196,8 +196,8 @@ class RefinementEnv:
         if state.plan_valid and self.render_natural_language:
             state.step = len(self.steps)
             state_json = state.to_json()
-            decision = Decision(NATURAL_LANGUAGE_ID, "rule", reason="render the accepted plan for a person")
-            outcome = await self._apply_agent(NATURAL_LANGUAGE_ID, state, decision)
+            decision = Decision(AgentId.NATURAL_LANGUAGE, "rule", reason="render the accepted plan for a person")
+            outcome = await self._apply_agent(AgentId.NATURAL_LANGUAGE, state, decision)
             end.natural_language_plan = outcome.natural_language if outcome.ok else ""
             info["render"] = _step_record(state.step, state_json, decision, outcome, state)
             self.steps.append(info["render"])
@@ -231,7 +231,7 @@ class RefinementEnv:
 def _step_record(step: int, state_json: str, decision: Decision, outcome: AgentOutcome, after: EpisodeState
                  ) -> StepRecord:
     return StepRecord(
-        step=step, state_json=state_json, agent_id=decision.agent_id, agent_name=decision.agent_name,
+        step=step, state_json=state_json, agent_id=int(decision.agent_id), agent_name=decision.agent_name,
         decided_by=decision.decided_by, is_hardcoded=decision.is_hardcoded, decision_reason=decision.reason,
         decision_latency_ms=decision.latency_ms, domain_after=after.domain, problem_after=after.problem,
         plan_after=after.plan, plan_found=after.plan_found, plan_valid=after.plan_valid,

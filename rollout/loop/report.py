@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rollout.core.agent_table import NATURAL_LANGUAGE_ID
+from rollout.core.agent_table import AgentId
 from rollout.core.trajectory import EpisodeRecord, is_infra_failure
 
 
@@ -25,7 +25,7 @@ class PolicySummary:
 
 def refinement_steps(record: EpisodeRecord) -> int:
     steps = record.steps
-    if steps and steps[-1].agent_id == NATURAL_LANGUAGE_ID and steps[-1].is_hardcoded:
+    if steps and steps[-1].agent_id == AgentId.NATURAL_LANGUAGE and steps[-1].is_hardcoded:
         return len(steps) - 1
     return len(steps)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rollout.core.agent_table import DYNAMIC_AGENT_ID
+from rollout.core.agent_table import AgentId
 from rollout.core.decision import Decision, Policy
 from rollout.core.state import EpisodeState
 
@@ -34,7 +34,7 @@ class DynamicEscalation(Policy):
         recent = state.history[-REPEATS:]
         if len(recent) < REPEATS or any(a != decision.agent_id for a in recent):
             return decision
-        return replace(decision, agent_id=DYNAMIC_AGENT_ID, dynamic_profile=dynamic_profile(state),
+        return replace(decision, agent_id=AgentId.DYNAMIC, dynamic_profile=dynamic_profile(state),
                        reason=f"{decision.reason}; escalated: agent {decision.agent_id} chosen {REPEATS} times already")
 
     def _decide(self, state: EpisodeState) -> Decision:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import random
 
-from rollout.core.agent_table import AGENT_IDS, NATURAL_LANGUAGE_ID
+from rollout.core.agent_table import AGENT_IDS, AgentId
 from rollout.core.decision import Decision, Policy
 from rollout.core.state import EpisodeState
 
-CHOICES = tuple(a for a in AGENT_IDS if a != NATURAL_LANGUAGE_ID)
+CHOICES = tuple(a for a in AGENT_IDS if a != AgentId.NATURAL_LANGUAGE)
 
 
 def state_rng(seed: int, state: EpisodeState, salt: str) -> random.Random:

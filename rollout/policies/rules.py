@@ -3,7 +3,7 @@ excluded from the supervised set."""
 
 from __future__ import annotations
 
-from rollout.core.agent_table import EMERGENCY_ID, NOOP_ID, SYNTAX_ID
+from rollout.core.agent_table import AgentId
 from rollout.core.decision import Decision, Policy
 from rollout.core.state import EpisodeState
 
@@ -24,11 +24,12 @@ def is_syntax_error(state: EpisodeState) -> bool:
 
 def rule_decision(state: EpisodeState) -> Decision | None:
     if not state.domain.strip():
-        return Decision(EMERGENCY_ID, "rule", reason="empty domain")
+        return Decision(AgentId.EMERGENCY, "rule", reason="empty domain")
     if state.plan_valid:
-        return Decision(NOOP_ID, "rule", reason="validator accepted the plan")
+        return Decision(AgentId.NOOP, "rule", reason="validator accepted the plan")
     if is_syntax_error(state):
-        return Decision(SYNTAX_ID, "rule", reason=f"syntax error ({state.error_category or 'parse diagnostic'})")
+        why = state.error_category or "parse diagnostic"
+        return Decision(AgentId.SYNTAX_PDDL, "rule", reason=f"syntax error ({why})")
     return None
 
 

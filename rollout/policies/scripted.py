@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from rollout.core.agent_table import AGENT_IDS, NATURAL_LANGUAGE_ID
+from rollout.core.agent_table import AGENT_IDS, AgentId
 from rollout.core.decision import Decision, Policy
 from rollout.core.state import EpisodeState
 from rollout.policies.random import state_rng
@@ -20,22 +20,26 @@ _DIAG = re.compile(r"\[([a-z_]+\.[a-z_]+)\]")
 _STEP = re.compile(r"step (\d+) \(([^)]*)\)")
 
 # symptom -> candidate agents, tried in this order while the symptom persists
-DEFAULT_RULES: dict[str, tuple[int, ...]] = {
-    "empty_domain": (2,),
-    "valid": (11,),
-    "syntax": (9, 2),
-    "unsupported": (7, 1, 2),
-    "type_error": (18, 19, 1),
-    "action_type_error": (19, 1, 18),
-    "fluent_error": (7, 1),
-    "repeated_step": (15, 14, 13),
-    "precondition_failed_undeclared_looking": (0, 20, 1),
-    "precondition_failed": (13, 14, 20, 17, 1, 0),
-    "goal_not_reached": (16, 17, 4, 1),
-    "unsolvable": (20, 0, 1, 4, 2),
-    "no_plan": (8, 1, 3, 2),
-    "crash": (1, 9, 2),
-    "unknown": (1, 3, 2),
+DEFAULT_RULES: dict[str, tuple[AgentId, ...]] = {
+    "empty_domain": (AgentId.EMERGENCY,),
+    "valid": (AgentId.NOOP,),
+    "syntax": (AgentId.SYNTAX_PDDL, AgentId.EMERGENCY),
+    "unsupported": (AgentId.FAST_DOWNWARDS_ADAPTER, AgentId.DEEP_THINK_PDDL, AgentId.EMERGENCY),
+    "type_error": (AgentId.TYPE_HIERARCHY_FIXER, AgentId.PREDICATE_GENERALIZER, AgentId.DEEP_THINK_PDDL),
+    "action_type_error": (AgentId.PREDICATE_GENERALIZER, AgentId.DEEP_THINK_PDDL, AgentId.TYPE_HIERARCHY_FIXER),
+    "fluent_error": (AgentId.FAST_DOWNWARDS_ADAPTER, AgentId.DEEP_THINK_PDDL),
+    "repeated_step": (AgentId.REDUNDANCY_STRIPPER, AgentId.ACTION_REORDERER, AgentId.VARIABLE_SWAPPER),
+    "precondition_failed_undeclared_looking": (AgentId.HALLUCINATIONS, AgentId.INITIAL_STATE_SUGGESTER,
+                                               AgentId.DEEP_THINK_PDDL),
+    "precondition_failed": (AgentId.VARIABLE_SWAPPER, AgentId.ACTION_REORDERER, AgentId.INITIAL_STATE_SUGGESTER,
+                            AgentId.SUBPLAN_FILLER, AgentId.DEEP_THINK_PDDL, AgentId.HALLUCINATIONS),
+    "goal_not_reached": (AgentId.PLAN_TRUNCATOR, AgentId.SUBPLAN_FILLER, AgentId.DEEP_THINK_CONSTRAINTS,
+                         AgentId.DEEP_THINK_PDDL),
+    "unsolvable": (AgentId.INITIAL_STATE_SUGGESTER, AgentId.HALLUCINATIONS, AgentId.DEEP_THINK_PDDL,
+                   AgentId.DEEP_THINK_CONSTRAINTS, AgentId.EMERGENCY),
+    "no_plan": (AgentId.REDUCE_VARIABLES, AgentId.DEEP_THINK_PDDL, AgentId.EMERGENCY_SOLUTION, AgentId.EMERGENCY),
+    "crash": (AgentId.DEEP_THINK_PDDL, AgentId.SYNTAX_PDDL, AgentId.EMERGENCY),
+    "unknown": (AgentId.DEEP_THINK_PDDL, AgentId.EMERGENCY_SOLUTION, AgentId.EMERGENCY),
 }
 
 
@@ -112,7 +116,7 @@ class ScriptedPolicy(Policy):
         rng = state_rng(self.seed, state, "scripted")
         name = symptom(state)
         if rng.random() < self.noise:
-            agent = rng.choice([a for a in AGENT_IDS if a != NATURAL_LANGUAGE_ID])
+            agent = rng.choice([a for a in AGENT_IDS if a != AgentId.NATURAL_LANGUAGE])
             return Decision(agent, "scripted", reason=f"noise (symptom {name})", policy_version=self.version)
         candidates = self.rules.get(name) or self.rules["unknown"]
         # how many candidates of this list were already tried on the current symptom streak

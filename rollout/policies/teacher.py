@@ -8,8 +8,9 @@ to create the dynamic agent (ID 21) with that task profile.
 
 Policy spec (rollout.policies.make_policy): "teacher:model=<name>,base_url=<url>[,fallback=<id>]
 [,attempts=<n>][,dynamic=true][,timeout=<s>][,concurrency=<n>][,prices=<yaml>]"; missing
-model/base_url come from HALO_LLM_MODEL / HALO_LLM_BASE_URL. "teacher:model=sim[,profile=...]" answers
-from the simulated agent world instead (rollout/sim/teacher_chat.py).
+model/base_url come from HALO_LLM_MODEL / HALO_LLM_BASE_URL. Another chat backend takes over a
+model name through `TEACHER_MODELS`: "teacher:model=sim[,profile=...]" answers from the simulated
+agent world (rollout/sim/teacher_chat.py, which sits above this layer and is named by string).
 """
 
 from __future__ import annotations
@@ -18,21 +19,20 @@ import asyncio
 import logging
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from rollout.agents.base import ChatBackend
-from rollout.core.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID, NUM_AGENTS, agent_name
+from rollout.agents.base import BackendMisconfigured, ChatBackend
+from rollout.core.agent_table import AGENT_TABLE, NUM_AGENTS, AgentId, agent_name
 from rollout.core.decision import Decision, Policy
 from rollout.core.state import EpisodeState
-from rollout.sim.world import SimWorldMissing
 from solvers.errors import HaloError
+from solvers.params import read_pairs, read_params
+from solvers.registry import Registry
 
 log = logging.getLogger(__name__)
 
-# A backend that cannot answer in this setting at all (not a failed call): the episode ends with the error.
-_MISCONFIGURED: tuple[type[Exception], ...] = (SimWorldMissing,)
-
-DEFAULT_FALLBACK_ID = 1  # AgentDeepThinkPDDL: the broadest repair when the teacher gives no usable answer
+DEFAULT_FALLBACK_ID = AgentId.DEEP_THINK_PDDL  # the broadest repair when the teacher gives no usable answer
 
 _CAPS = {"spec": 4000, "domain": 6000, "problem": 4000, "plan": 2000, "validator": 1500, "planner": 800,
          "solution": 1500}
@@ -46,7 +46,7 @@ _BY_NORM: dict[str, int] = {}
 for _info in AGENT_TABLE:
     _BY_NORM[_norm(_info.name)] = _info.agent_id
     _BY_NORM[_norm(_info.name.removeprefix("Agent"))] = _info.agent_id
-_BY_NORM["noop"] = 11
+_BY_NORM["noop"] = AgentId.NOOP
 
 _ANSWER_RE = re.compile(r"^\W*(?:selected\s+)?agent\W*(?:id)?\s*[:=\-]\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
 _DYNAMIC_RE = re.compile(r"dynamic\s*agent\s*[:=\-]\s*(.+)", re.IGNORECASE | re.DOTALL)
@@ -92,7 +92,7 @@ def parse_answer(reply: str, *, allow_dynamic: bool = False) -> ParsedAnswer:
         if m and m.group(1).strip():
             profile = re.split(r"\n\s*reason\s*:", m.group(1), flags=re.IGNORECASE)[0].strip()
             if profile:
-                return ParsedAnswer(DYNAMIC_AGENT_ID, profile[:2000])
+                return ParsedAnswer(AgentId.DYNAMIC, profile[:2000])
     answers = _ANSWER_RE.findall(text)
     if answers:
         agent_id = _token_to_id(answers[-1])
@@ -187,7 +187,7 @@ class TeacherPolicy(Policy):
         for attempt in range(1, self.max_attempts + 1):
             try:
                 reply = await self.chat.chat(messages, purpose="teacher", **extra)
-            except _MISCONFIGURED:
+            except BackendMisconfigured:  # cannot answer in this setting at all: the episode ends with it
                 raise
             except Exception as exc:  # noqa: BLE001  any backend failure ends in the logged fallback
                 calls += 1
@@ -231,50 +231,55 @@ def _reason(text: str) -> str:
     return (m.group(1) if m else text).strip()[:300]
 
 
-def _flag(value: str) -> bool:
-    return value.strip().lower() in ("1", "true", "yes", "on")
+@dataclass(frozen=True)
+class TeacherParams:
+    """The keys of `teacher:...` for an OpenAI-compatible endpoint."""
+
+    model: str | None = None  # None: HALO_LLM_MODEL
+    base_url: str | None = None  # None: HALO_LLM_BASE_URL
+    fallback: int = DEFAULT_FALLBACK_ID
+    attempts: int = 3
+    dynamic: bool = False
+    timeout: float | None = None
+    concurrency: int | None = None
+    prices: str | None = None  # a YAML price table
+
+
+# A teacher model name served by another chat backend -> its factory (params, seed) -> Policy.
+TEACHER_MODELS: Registry[Callable[[str, int], Policy]] = Registry("teacher model")
+TEACHER_MODELS.register("sim", "rollout.sim.teacher_chat:sim_teacher_factory")  # the simulated world's teacher
+
+
+def teacher_model(params: str) -> str | None:
+    """The `model=` of a teacher spec's parameters (None when not given)."""
+    models = [p.value for p in read_pairs(params) if p.key == "model"]
+    return models[-1] if models else None
+
+
+def teacher_endpoint(params: str) -> tuple[str | None, str | None] | None:
+    """(base URL, model) a teacher spec calls, None when another backend (the simulated world) answers."""
+    model = teacher_model(params)
+    if model in TEACHER_MODELS:
+        return None
+    values = read_params(TeacherParams, params)
+    return values.base_url, values.model
 
 
 def teacher_factory(params: str, seed: int) -> Policy:
     """Build from a policy spec's parameters (see the module doc); `seed` is unused (greedy teacher)."""
     from rollout.llm import OpenAIChatClient, PriceTable, config_from_env
 
-    values: dict[str, str] = {}
-    for part in filter(None, (p.strip() for p in params.split(","))):
-        key, sep, value = part.partition("=")
-        if not sep:
-            raise ValueError(f"teacher parameter {part!r} must look like key=value")
-        values[key.strip()] = value.strip()
-    if values.get("model") == "sim":
-        return _sim_teacher(values)
-    known = {"model", "base_url", "fallback", "attempts", "dynamic", "timeout", "concurrency", "prices"}
-    unknown = set(values) - known
-    if unknown:
-        raise ValueError(f"unknown teacher parameter(s) {', '.join(sorted(unknown))}; "
-                         f"known: {', '.join(sorted(known))}")
+    model = teacher_model(params)
+    if model in TEACHER_MODELS:
+        return TEACHER_MODELS.get(model)(params, seed)
+    p = read_params(TeacherParams, params)
     overrides: dict = {}
-    if "timeout" in values:
-        overrides["timeout_s"] = float(values["timeout"])
-    if "concurrency" in values:
-        overrides["max_concurrency"] = int(values["concurrency"])
-    if "prices" in values:
-        overrides["prices"] = PriceTable.from_yaml(values["prices"])
-    config = config_from_env(values.get("model"), values.get("base_url"), **overrides)
-    return TeacherPolicy(OpenAIChatClient(config), model_name=config.model,
-                         max_attempts=int(values.get("attempts", 3)),
-                         fallback_agent_id=int(values.get("fallback", DEFAULT_FALLBACK_ID)),
-                         allow_dynamic=_flag(values.get("dynamic", "false")))
-
-
-def _sim_teacher(values: dict[str, str]) -> Policy:
-    """`teacher:model=sim[,profile=weaker|stronger][,quality=q][,unparsable=p][,attempts=n][,fallback=id]`."""
-    from rollout.sim.teacher_chat import make_sim_teacher_chat
-
-    known = {"model", "profile", "quality", "unparsable", "fallback", "attempts"}
-    unknown = set(values) - known
-    if unknown:
-        raise ValueError(f"unknown parameter(s) {', '.join(sorted(unknown))} for teacher:model=sim; "
-                         f"known: {', '.join(sorted(known))}")
-    chat = make_sim_teacher_chat(values)
-    return TeacherPolicy(chat, model_name=chat.model_name, max_attempts=int(values.get("attempts", 3)),
-                         fallback_agent_id=int(values.get("fallback", DEFAULT_FALLBACK_ID)))
+    if p.timeout is not None:
+        overrides["timeout_s"] = p.timeout
+    if p.concurrency is not None:
+        overrides["max_concurrency"] = p.concurrency
+    if p.prices is not None:
+        overrides["prices"] = PriceTable.from_yaml(p.prices)
+    config = config_from_env(p.model, p.base_url, **overrides)
+    return TeacherPolicy(OpenAIChatClient(config), model_name=config.model, max_attempts=p.attempts,
+                         fallback_agent_id=p.fallback, allow_dynamic=p.dynamic)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rollout.core.agent_table import AgentId
 from rollout.pddl.printer import join_sections, to_text
 from rollout.pddl.sections import section, sections, typed_list
 from rollout.pddl.sexpr import SExpr, copy_tree
@@ -33,7 +34,7 @@ class Fault:
 class FaultClass:
     kind: str
     target: str  # "domain" | "problem" | "text" | "plan"
-    repaired_by: tuple[int, ...]  # primary repairer first
+    repaired_by: tuple[AgentId, ...]  # primary repairer first
     description: str
     # (domain, problem, rng) -> params, or None when the class does not apply to this task
     choose: Callable[[Define, Define, random.Random], dict[str, Any] | None]
@@ -347,31 +348,35 @@ def _no_pddl(*_: Any) -> None:
 
 
 CATALOG: dict[str, FaultClass] = {fc.kind: fc for fc in (
-    FaultClass("syntax_domain", "text", (9,), "unbalanced parenthesis or misspelt keyword in the domain",
-               _choose_syntax, _break_text),
-    FaultClass("syntax_problem", "text", (9,), "unbalanced parenthesis or misspelt keyword in the problem",
-               _choose_syntax, _break_text),
-    FaultClass("unsupported_requirement", "domain", (7,), "numeric fluent Fast Downward cannot handle",
-               _choose_unsupported, _apply_unsupported),
-    FaultClass("hallucinated_predicate", "domain", (0, 1), "precondition on a predicate nothing establishes",
-               _choose_hallucinated, _apply_hallucinated),
-    FaultClass("missing_init_fact", "problem", (20, 1), "an initial fact the statement implies is missing",
-               _choose_missing_init, _apply_missing_init),
-    FaultClass("wrong_goal", "problem", (4, 1), "a goal atom with its arguments the wrong way round",
-               _choose_wrong_goal, _apply_wrong_goal),
-    FaultClass("broken_type_hierarchy", "domain", (18,), "subtypes lost their parent type",
-               _choose_type_hierarchy, _apply_type_hierarchy),
-    FaultClass("narrow_predicate_type", "domain", (19, 18), "a predicate parameter typed too narrowly",
-               _choose_narrow_predicate, _apply_narrow_predicate),
-    FaultClass("wrong_argument_type", "domain", (19, 1), "an action parameter typed too narrowly",
-               _choose_narrow_param, _apply_narrow_param),
-    FaultClass("missing_delete_effect", "domain", (5, 1), "a bookkeeping shortcut: a delete effect is missing",
-               _choose_missing_delete, _apply_missing_delete),
-    FaultClass("swapped_args", "plan", (13,), "two arguments of a plan step swapped", _no_pddl, _no_pddl),
-    FaultClass("misordered_steps", "plan", (14,), "two adjacent plan steps swapped", _no_pddl, _no_pddl),
-    FaultClass("duplicated_step", "plan", (15,), "a plan step repeated", _no_pddl, _no_pddl),
-    FaultClass("missing_steps", "plan", (17,), "steps missing from the middle of the plan", _no_pddl, _no_pddl),
-    FaultClass("trailing_steps", "plan", (16,), "steps after the goal that undo it", _no_pddl, _no_pddl),
+    FaultClass("syntax_domain", "text", (AgentId.SYNTAX_PDDL,),
+               "unbalanced parenthesis or misspelt keyword in the domain", _choose_syntax, _break_text),
+    FaultClass("syntax_problem", "text", (AgentId.SYNTAX_PDDL,),
+               "unbalanced parenthesis or misspelt keyword in the problem", _choose_syntax, _break_text),
+    FaultClass("unsupported_requirement", "domain", (AgentId.FAST_DOWNWARDS_ADAPTER,),
+               "numeric fluent Fast Downward cannot handle", _choose_unsupported, _apply_unsupported),
+    FaultClass("hallucinated_predicate", "domain", (AgentId.HALLUCINATIONS, AgentId.DEEP_THINK_PDDL),
+               "precondition on a predicate nothing establishes", _choose_hallucinated, _apply_hallucinated),
+    FaultClass("missing_init_fact", "problem", (AgentId.INITIAL_STATE_SUGGESTER, AgentId.DEEP_THINK_PDDL),
+               "an initial fact the statement implies is missing", _choose_missing_init, _apply_missing_init),
+    FaultClass("wrong_goal", "problem", (AgentId.DEEP_THINK_CONSTRAINTS, AgentId.DEEP_THINK_PDDL),
+               "a goal atom with its arguments the wrong way round", _choose_wrong_goal, _apply_wrong_goal),
+    FaultClass("broken_type_hierarchy", "domain", (AgentId.TYPE_HIERARCHY_FIXER,),
+               "subtypes lost their parent type", _choose_type_hierarchy, _apply_type_hierarchy),
+    FaultClass("narrow_predicate_type", "domain", (AgentId.PREDICATE_GENERALIZER, AgentId.TYPE_HIERARCHY_FIXER),
+               "a predicate parameter typed too narrowly", _choose_narrow_predicate, _apply_narrow_predicate),
+    FaultClass("wrong_argument_type", "domain", (AgentId.PREDICATE_GENERALIZER, AgentId.DEEP_THINK_PDDL),
+               "an action parameter typed too narrowly", _choose_narrow_param, _apply_narrow_param),
+    FaultClass("missing_delete_effect", "domain", (AgentId.TEMPORAL_CONSISTENCY, AgentId.DEEP_THINK_PDDL),
+               "a bookkeeping shortcut: a delete effect is missing", _choose_missing_delete, _apply_missing_delete),
+    FaultClass("swapped_args", "plan", (AgentId.VARIABLE_SWAPPER,), "two arguments of a plan step swapped",
+               _no_pddl, _no_pddl),
+    FaultClass("misordered_steps", "plan", (AgentId.ACTION_REORDERER,), "two adjacent plan steps swapped",
+               _no_pddl, _no_pddl),
+    FaultClass("duplicated_step", "plan", (AgentId.REDUNDANCY_STRIPPER,), "a plan step repeated", _no_pddl, _no_pddl),
+    FaultClass("missing_steps", "plan", (AgentId.SUBPLAN_FILLER,), "steps missing from the middle of the plan",
+               _no_pddl, _no_pddl),
+    FaultClass("trailing_steps", "plan", (AgentId.PLAN_TRUNCATOR,), "steps after the goal that undo it",
+               _no_pddl, _no_pddl),
 )}
 
 PDDL_FAULTS = tuple(k for k, fc in CATALOG.items() if fc.target != "plan")

@@ -4,33 +4,70 @@
     sim:realtime=1                         sleep the simulated latency in full (median 2.5 s)
     sim:realtime=1,latency_ms=800,latency_sigma=0.3
     sim:realtime=1,base_url=http://127.0.0.1:PORT/v1
-    sim:world=FILE                         another world: every parameter of the simulated world and
-                                           its prompted teachers from a world file (rollout/sim/
-                                           default_world.yaml is the default; `halo sim world --dump`)
                                            each simulated call also goes over HTTP to an
                                            OpenAI-protocol server that answers after the simulated
                                            latency (the real client stack: pool, retries, 429s)
+    sim:world=FILE                         another world: every parameter of the simulated world and
+                                           its prompted teachers from a world file (rollout/sim/
+                                           default_world.yaml is the default; `halo sim world --dump`)
 
-The outcomes stay the simulated world's (records are labelled llm_backend=sim either way).
+`scale=X` sets the sleep factor itself (it wins over `realtime`). The outcomes stay the simulated
+world's (records are labelled llm_backend=sim either way). The keys are `SimParams`' fields, read
+by the one spec parser (solvers/params.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
+from rollout.llm.spec import LLMSpec, is_sim_spec
+from rollout.sim.backend import SimAgents, sim_backend
 from rollout.sim.world import SimConfig
-from solvers.errors import InputError
+from solvers.params import SpecError, keys_of, read_pairs, read_params
 
-_FLOAT_KEYS = {"latency_ms": "latency_median_ms", "latency_sigma": "latency_sigma", "scale": "latency_scale"}
-KNOWN_KEYS = ("world", "realtime", "latency_ms", "latency_sigma", "scale", "base_url", "model")
+_AT_LEAST_0 = {"ge": 0}
 
 
-class SimSpecError(InputError, ValueError):
+def _http_url(value: str) -> str:
+    return "" if value.startswith(("http://", "https://")) else "must be an http(s) URL"
+
+
+class SimSpecError(SpecError):
     pass
 
 
 @dataclass(frozen=True)
-class SimOptions:
+class SimParams:
+    """The keys of `--llm sim:...`; unset keys keep the world's value."""
+
+    world: str | None = None  # a world file
+    realtime: bool | None = None  # sleep the simulated latency in full
+    latency_ms: float | None = field(default=None, metadata=_AT_LEAST_0)  # the median latency
+    latency_sigma: float | None = field(default=None, metadata=_AT_LEAST_0)
+    scale: float | None = field(default=None, metadata=_AT_LEAST_0)  # real sleep = simulated latency x this
+    base_url: str | None = field(default=None, metadata={"check": _http_url})
+    model: str | None = None  # the model name the HTTP calls carry
+
+    def applied_to(self, config: SimConfig) -> SimConfig:
+        """`config` with these run settings on top (the world file itself is read by `SimSpec.parse`)."""
+        changes: dict[str, float] = {}
+        if self.realtime:
+            changes["latency_scale"] = 1.0
+        for key, name in (("latency_ms", "latency_median_ms"), ("latency_sigma", "latency_sigma"),
+                          ("scale", "latency_scale")):
+            if getattr(self, key) is not None:
+                changes[name] = getattr(self, key)
+        return replace(config, **changes) if changes else config
+
+
+KNOWN_KEYS = keys_of(SimParams)
+
+
+@dataclass(frozen=True)
+class SimSpec:
+    """A parsed `--llm sim...` spec: the world to run in and how its calls travel."""
+
     config: SimConfig
     base_url: str | None = None  # simulated calls travel over HTTP to this OpenAI-protocol endpoint
     model: str = "sim-frontier-mini"
@@ -39,58 +76,28 @@ class SimOptions:
     def realtime(self) -> bool:
         return self.config.latency_scale >= 1.0
 
-
-def is_sim_spec(spec: str) -> bool:
-    spec = spec.strip()
-    return spec == "sim" or spec.startswith("sim:")
-
-
-def parse_sim_spec(spec: str) -> SimOptions:
-    """"sim" or "sim:key=value,..." -> SimOptions; a clear SimSpecError for anything else."""
-    spec = spec.strip()
-    if not is_sim_spec(spec):
-        raise SimSpecError(f"not a sim spec: {spec!r}")
-    _, _, text = spec.partition(":")
-    pairs = []
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, sep, value = (s.strip() for s in part.partition("="))
-        if not sep or not value:
-            raise SimSpecError(f"--llm sim parameter {part!r} must look like key=value "
-                               f"(known: {', '.join(KNOWN_KEYS)})")
-        pairs.append((key, value))
-    config = _world_config(dict(pairs).get("world"))  # the world first; the run settings apply on top
-    base_url: str | None = None
-    model = config.model
-    for key, value in pairs:
-        if key == "world":
-            continue
-        if key == "realtime":
-            if value not in {"0", "1", "true", "false"}:
-                raise SimSpecError(f"--llm sim: realtime must be 0 or 1, got {value!r}")
-            if value in {"1", "true"}:
-                config = replace(config, latency_scale=1.0)
-        elif key in _FLOAT_KEYS:
-            try:
-                number = float(value)
-            except ValueError:
-                raise SimSpecError(f"--llm sim: {key} must be a number, got {value!r}") from None
-            if number < 0 or number != number:
-                raise SimSpecError(f"--llm sim: {key} must be >= 0, got {value!r}")
-            config = replace(config, **{_FLOAT_KEYS[key]: number})
-        elif key == "base_url":
-            if not value.startswith(("http://", "https://")):
-                raise SimSpecError(f"--llm sim: base_url must be an http(s) URL, got {value!r}")
-            base_url = value
-        elif key == "model":
-            model = value
-        else:
-            raise SimSpecError(f"--llm sim: unknown parameter {key!r} (known: {', '.join(KNOWN_KEYS)})")
-    if base_url is not None and config.latency_scale < 1.0:
-        raise SimSpecError("--llm sim: base_url needs realtime=1 (the server sleeps the full simulated latency)")
-    return SimOptions(config=config, base_url=base_url, model=model)
+    @classmethod
+    def parse(cls, spec: str | LLMSpec) -> SimSpec:
+        """"sim" or "sim:key=value,..." -> SimSpec; a one-line SimSpecError for anything else."""
+        text = spec.text if isinstance(spec, LLMSpec) else spec.strip()
+        if not is_sim_spec(text):
+            raise SimSpecError.of(text, "not a sim spec", what="--llm")
+        params = read_params(SimParams, text.partition(":")[2], spec=text, what="--llm", error=SimSpecError)
+        config = params.applied_to(_world_config(params.world, text))  # the world first, the run's settings on top
+        if params.base_url is not None and config.latency_scale < 1.0:
+            raise SimSpecError.of(text, "base_url needs realtime=1 (the server sleeps the full simulated latency)",
+                                  field="base_url", known=KNOWN_KEYS, what="--llm")
+        return cls(config=config, base_url=params.base_url, model=params.model or config.model)
 
 
-def _world_config(path: str | None) -> SimConfig:
+SimOptions = SimSpec  # the name callers used before the typed specs
+
+
+def parse_sim_spec(spec: str) -> SimSpec:
+    return SimSpec.parse(spec)
+
+
+def _world_config(path: str | None, spec: str) -> SimConfig:
     if path is None:
         return SimConfig()
     from rollout.sim.world_file import WorldFileError, load_world
@@ -98,23 +105,41 @@ def _world_config(path: str | None) -> SimConfig:
     try:
         return SimConfig.from_world(load_world(path))
     except WorldFileError as exc:
-        raise SimSpecError(f"--llm sim:world: {exc}") from None
+        raise SimSpecError.of(spec, f"world: {exc}", field="world", known=KNOWN_KEYS, what="--llm") from None
 
 
 def absolute_world_spec(spec: str) -> str:
     """The spec with a relative `world=FILE` made absolute (other specs unchanged)."""
-    if not is_sim_spec(spec) or "world=" not in spec:
+    if not is_sim_spec(spec):
         return spec
-    from pathlib import Path
+    text = spec.strip()
+    pairs = read_pairs(text.partition(":")[2], known=KNOWN_KEYS, spec=text, what="--llm", error=SimSpecError)
+    if not any(p.key == "world" for p in pairs):
+        return spec
+    parts = [f"world={Path(p.value).expanduser().resolve()}" if p.key == "world" else f"{p.key}={p.value}"
+             for p in pairs]
+    return f"sim:{','.join(parts)}"
 
-    head, _, text = spec.strip().partition(":")
-    parts = []
-    for part in text.split(","):
-        key, sep, value = part.partition("=")
-        if key.strip() == "world" and sep and value.strip():
-            part = f"world={Path(value.strip()).expanduser().resolve()}"
-        parts.append(part)
-    return f"{head}:{','.join(parts)}"
+
+def read_llm_spec(spec: str) -> LLMSpec:
+    """The --llm spec, with a sim spec's own parameters checked too (a bad one fails here, once)."""
+    llm = LLMSpec.parse(spec)
+    if llm.is_sim:
+        SimSpec.parse(llm)
+    return llm
+
+
+def sim_agents(spec: LLMSpec, pool: int | None) -> SimAgents:
+    """The simulated world as an agent backend (rollout.loop.backends.SPEC_BACKENDS["sim"]); with a
+    base_url its calls' waits go over HTTP, on one client of `pool` connections."""
+    from rollout.llm import LLMConfig, OpenAIChatClient
+
+    sim = SimSpec.parse(spec)
+    transport = None
+    if sim.base_url is not None:
+        transport = OpenAIChatClient(LLMConfig(base_url=sim.base_url, model=sim.model, max_concurrency=pool or 512,
+                                               timeout_s=600.0, max_attempts=8))
+    return sim_backend(sim.config, transport)
 
 
 def world_label(config: SimConfig) -> str:
@@ -124,4 +149,8 @@ def world_label(config: SimConfig) -> str:
 
 def sim_config_for(spec: str) -> SimConfig:
     """The SimConfig of a sim spec ("sim", "sim:world=FILE,..."): for commands that run episodes in-process."""
-    return parse_sim_spec(spec).config
+    return SimSpec.parse(spec).config
+
+
+__all__ = ["KNOWN_KEYS", "SimParams", "SimSpec", "SimSpecError", "absolute_world_spec", "is_sim_spec",
+           "parse_sim_spec", "read_llm_spec", "sim_agents", "sim_config_for", "world_label"]

@@ -34,13 +34,16 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rollout.core.agent_table import EMERGENCY_ID, NATURAL_LANGUAGE_ID, NOOP_ID, NUM_AGENTS, agent_name
+from rollout.core.agent_table import NUM_AGENTS, AgentId, agent_name
 from rollout.core.state import EpisodeState
 from rollout.llm.prices import PriceTable
 from rollout.llm.records import CallLedger, CallRecord, ChatReply, prompt_sha256
+from rollout.policies.scripted import DEFAULT_RULES, symptom
+from rollout.policies.teacher import DEFAULT_FALLBACK_ID, TeacherPolicy
 from rollout.sim.faults import CATALOG
 from rollout.sim.world import GENERALIST_IDS, SimConfig, SimWorld, SimWorldMissing, current_world
 from rollout.sim.world_file import EMPTY, SITUATIONS, STALE, VALID, default_world
+from solvers.params import read_params
 
 
 # USD per million tokens (input, output), list prices as published by the providers in late 2025
@@ -101,8 +104,7 @@ CONFUSION: dict[str, int] = dict(PROFILES["weaker"].confusion)
 DEFAULT_PROFILE = "weaker"
 
 # Which deterministic agent undoes each plan fault of the draft.
-_PLAN_FAULT_AGENT = {"swapped_args": 13, "misordered_steps": 14, "duplicated_step": 15, "missing_steps": 17,
-                     "trailing_steps": 16}
+_PLAN_FAULT_AGENT = {fc.kind: fc.repaired_by[0] for fc in CATALOG.values() if fc.target == "plan"}
 
 _UNUSABLE = (
     "Looking at the validator output, the domain and the problem both need attention before planning again.",
@@ -136,9 +138,9 @@ def repairing_agent(world: SimWorld, state: EpisodeState) -> int:
     """The agent that would fix what is wrong now, by what the world knows."""
     cls = situation(world, state)
     if cls == EMPTY:
-        return EMERGENCY_ID
+        return AgentId.EMERGENCY
     if cls == VALID:
-        return NOOP_ID
+        return AgentId.NOOP
     if cls.startswith("plan:"):
         return _PLAN_FAULT_AGENT[cls.removeprefix("plan:")]
     if cls == STALE:
@@ -148,8 +150,6 @@ def repairing_agent(world: SimWorld, state: EpisodeState) -> int:
 
 def plausible_wrong(world: SimWorld, state: EpisodeState, right: int) -> list[int]:
     """Agents a prompted model could reasonably pick instead of `right`."""
-    from rollout.policies.scripted import DEFAULT_RULES, symptom
-
     out: list[int] = []
     if world.faults:
         order = list(CATALOG)
@@ -159,9 +159,9 @@ def plausible_wrong(world: SimWorld, state: EpisodeState, right: int) -> list[in
     out += list(GENERALIST_IDS)
     seen: list[int] = []
     for a in out:
-        if a != right and a not in seen and a not in (NOOP_ID, NATURAL_LANGUAGE_ID):
+        if a != right and a not in seen and a not in (AgentId.NOOP, AgentId.NATURAL_LANGUAGE):
             seen.append(a)
-    return seen or [a for a in range(NUM_AGENTS) if a not in (right, NOOP_ID, NATURAL_LANGUAGE_ID)]
+    return seen or [a for a in range(NUM_AGENTS) if a not in (right, AgentId.NOOP, AgentId.NATURAL_LANGUAGE)]
 
 
 class SimTeacherChat(CallLedger):
@@ -245,23 +245,40 @@ class SimTeacherChat(CallLedger):
         return None
 
 
-def make_sim_teacher_chat(params: dict[str, str]) -> SimTeacherChat:
-    """From teacher spec parameters: profile=weaker|stronger, and overrides quality=, unparsable=."""
-    name = params.get("profile", DEFAULT_PROFILE)
-    if name not in PROFILES:
-        raise ValueError(f"unknown sim teacher profile {name!r}; known: {', '.join(sorted(PROFILES))}")
+@dataclass(frozen=True)
+class SimTeacherParams:
+    """The keys of `teacher:model=sim,...`: a profile of the world, optionally overridden."""
+
+    model: str = "sim"
+    profile: str = DEFAULT_PROFILE  # weaker | stronger (or another profile of the world file)
+    quality: float | None = None  # one accuracy for every situation, no systematic confusion
+    unparsable: float | None = None
+    fallback: int = DEFAULT_FALLBACK_ID
+    attempts: int = 3
+
+
+def make_sim_teacher_chat(params: SimTeacherParams) -> SimTeacherChat:
+    """The chat backend of a `teacher:model=sim,...` spec."""
+    if params.profile not in PROFILES:
+        raise ValueError(f"unknown sim teacher profile {params.profile!r}; known: {', '.join(sorted(PROFILES))}")
     overrides: dict[str, Any] = {}
-    try:
-        if "quality" in params:  # one accuracy for every situation, no systematic confusion
-            overrides.update(quality=float(params["quality"]), accuracy={}, systematic=0.0)
-        if "unparsable" in params:
-            overrides.update(unparsable=float(params["unparsable"]))
-    except ValueError:
-        raise ValueError("sim teacher quality/unparsable must be numbers in [0, 1]") from None
-    profile = replace(PROFILES[name], **overrides).check()
+    if params.quality is not None:
+        overrides.update(quality=params.quality, accuracy={}, systematic=0.0)
+    if params.unparsable is not None:
+        overrides.update(unparsable=params.unparsable)
+    profile = replace(PROFILES[params.profile], **overrides).check()
     # the profile named in the episode's world (the default world's is `profile`), overrides on top
     return SimTeacherChat(profile, overrides=overrides)
 
 
-__all__ = ["CONFUSION", "PROFILES", "SIM_TEACHER_PRICES", "SITUATIONS", "SimTeacherChat", "SimWorldMissing",
-           "TeacherProfile", "count_tokens", "make_sim_teacher_chat", "repairing_agent", "situation"]
+def sim_teacher_factory(params: str, seed: int) -> TeacherPolicy:
+    """`teacher:model=sim[,profile=weaker|stronger][,quality=q][,unparsable=p][,attempts=n][,fallback=id]`
+    (rollout.policies.teacher.TEACHER_MODELS["sim"]); `seed` is unused (the answers are seeded per state)."""
+    p = read_params(SimTeacherParams, params)
+    chat = make_sim_teacher_chat(p)
+    return TeacherPolicy(chat, model_name=chat.model_name, max_attempts=p.attempts, fallback_agent_id=p.fallback)
+
+
+__all__ = ["CONFUSION", "PROFILES", "SIM_TEACHER_PRICES", "SITUATIONS", "SimTeacherChat", "SimTeacherParams",
+           "SimWorldMissing", "TeacherProfile", "count_tokens", "make_sim_teacher_chat", "repairing_agent",
+           "sim_teacher_factory", "situation"]

@@ -17,8 +17,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from rollout.agents.base import AgentOutcome, Draft
-from rollout.core.agent_table import DYNAMIC_AGENT_ID, EMERGENCY_ID, NATURAL_LANGUAGE_ID, agent_name
+from rollout.agents.base import AgentOutcome, BackendMisconfigured, Draft
+from rollout.core.agent_table import AgentId, agent_name
 from rollout.core.state import EpisodeState
 from rollout.pddl.printer import to_text
 from rollout.pddl.sections import section, sections, shuffle_init, typed_list
@@ -27,7 +27,6 @@ from rollout.sim.faults import CATALOG, PDDL_FAULTS, PLAN_FAULTS, Fault, corrupt
 from rollout.sim.size import size_excess, task_size
 from rollout.sim.world_file import WORLD_KEYS, World, default_world, world_hash
 from rollout.tasks.base import Task
-from solvers.errors import InputError
 
 _RENDERED: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], tuple[str, str]] = {}
 _RENDERED_MAX = 2048
@@ -35,8 +34,7 @@ _RENDERED_MAX = 2048
 # copies the context), so a simulated prompted orchestrator can answer from what the world knows.
 _CURRENT_WORLD: ContextVar[SimWorld | None] = ContextVar("halo_sim_world", default=None)
 
-GENERALIST_IDS = (1,)
-SOLUTION_ID = 3
+GENERALIST_IDS = (AgentId.DEEP_THINK_PDDL,)
 
 
 _W = default_world()
@@ -211,15 +209,15 @@ class SimWorld:
 
     def apply_llm_agent(self, agent_id: int, state: EpisodeState, *, dynamic_profile: str | None = None
                         ) -> AgentOutcome:
-        if agent_id == NATURAL_LANGUAGE_ID:
+        if agent_id == AgentId.NATURAL_LANGUAGE:
             text = render_benchmark_answer(self.task, state.plan, self.name_map) or render_natural_language(state.plan)
             return self._account(state, AgentOutcome(state.domain, state.problem, natural_language=text,
                                                      message="rendered the plan as instructions"), len(text))
-        if agent_id == EMERGENCY_ID:
+        if agent_id == AgentId.EMERGENCY:
             self.faults = self._sample_faults(self.config.emergency_fault_count_weights)
             domain, problem = self.render()
             return self._finish(state, domain, problem, "wrote a fresh domain and problem")
-        if agent_id == SOLUTION_ID:
+        if agent_id == AgentId.EMERGENCY_SOLUTION:
             self.hint = True
             outline = render_natural_language(self.task.gold_plan or "") or "Work towards the goal step by step."
             out = AgentOutcome(state.domain, state.problem, proposed_solution=outline,
@@ -252,7 +250,7 @@ class SimWorld:
         candidates: list[tuple[Fault, float]] = []
         for fault in self.faults:
             fc = CATALOG[fault.kind]
-            if agent_id == DYNAMIC_AGENT_ID:
+            if agent_id == AgentId.DYNAMIC:
                 prob = cfg.dynamic_repair_prob
             elif fc.repaired_by and fc.repaired_by[0] == agent_id:
                 prob = cfg.repair_prob
@@ -327,7 +325,7 @@ class SimWorld:
         return outcome
 
 
-class SimWorldMissing(InputError, RuntimeError):
+class SimWorldMissing(BackendMisconfigured):
     """Something that only works inside the simulated agent world was used outside it."""
 
 

@@ -24,7 +24,7 @@ import math
 import random
 from typing import Any
 
-from rollout.core.agent_table import EMERGENCY_ID, NOOP_ID
+from rollout.core.agent_table import AgentId
 from rollout.sim.faults import CATALOG
 from rollout.sim.world_file import EMPTY, STALE, VALID, WORLD_FILE_VERSION, World, default_world, parse_world
 
@@ -42,9 +42,9 @@ _PLAN_AGENT = {"swapped_args": 13, "misordered_steps": 14, "duplicated_step": 15
 def right_agent(situation: str) -> int:
     """The agent that fixes a situation class (as rollout.sim.teacher_chat.repairing_agent decides)."""
     if situation == EMPTY:
-        return EMERGENCY_ID
+        return AgentId.EMERGENCY
     if situation == VALID:
-        return NOOP_ID
+        return AgentId.NOOP
     if situation == STALE:
         return 1
     if situation.startswith("plan:"):
@@ -59,7 +59,7 @@ def plausible_agents(world: World, situation: str) -> list[int]:
     agents = {a for fc in CATALOG.values() if (fc.target == "plan") == plan for a in fc.repaired_by}
     agents |= {a for t in world.teachers.values() for cls, a in t["confusion"].items()
                if cls.startswith("plan:") == plan}
-    return sorted(agents - {NOOP_ID, right_agent(situation)})
+    return sorted(int(a) for a in agents - {AgentId.NOOP, right_agent(situation)})  # plain ints: written to YAML
 
 
 def _shift(rng: random.Random, value: float, span: float, low: float, high: float) -> float:

@@ -1,6 +1,6 @@
 """Task loaders: PlanBench, IPC-style folders, temporal domains, Natural Plan JSON."""
 
 from rollout.tasks.base import Task
-from rollout.tasks.loaders import TaskSpecError, find_task, load_tasks
+from rollout.tasks.loaders import TaskSpec, TaskSpecError, find_task, load_tasks
 
-__all__ = ["Task", "TaskSpecError", "find_task", "load_tasks"]
+__all__ = ["Task", "TaskSpec", "TaskSpecError", "find_task", "load_tasks"]

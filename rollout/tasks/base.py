@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from solvers.errors import InputError
+from solvers.params import SpecError
 
 Scoring = Literal["gold_pddl", "checker", "none"]
 
@@ -30,5 +30,5 @@ class Task:
 PLANBENCH_DOMAINS = ("blocksworld", "mystery_blocksworld", "depots", "logistics", "obfuscated_deceptive_logistics")
 
 
-class TaskSpecError(InputError, ValueError):
+class TaskSpecError(SpecError):
     """A task spec or task file that cannot be loaded; the message says what and where."""

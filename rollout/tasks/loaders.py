@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from rollout.tasks.base import PLANBENCH_DOMAINS, Task, TaskSpecError
 from rollout.tasks.describe import describe
+from solvers.params import split_spec
 from solvers.registry import Registry
 
 DATA = Path(__file__).with_name("data")
@@ -184,6 +186,35 @@ TASK_SOURCES.register("planbench-dir", "rollout.tasks.planbench_dir:load_planben
 TASK_SOURCES.register("bundled", _bundled, example="bundled")
 
 
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task source and what it reads: `planbench:blocksworld:10` -> source "planbench", rest
+    "blocksworld:10" (the source's own syntax: positional parts, or `key=value` filters read with
+    solvers.params)."""
+
+    text: str
+    source: str  # a key of TASK_SOURCES
+    rest: str = ""
+
+    @classmethod
+    def parse(cls, spec: str) -> tuple[TaskSpec, ...]:
+        """One spec, or several joined with ','."""
+        parts = [p.strip() for p in spec.split(",") if p.strip()] if "," in spec else [spec]
+        return tuple(cls._one(part) for part in parts)
+
+    @classmethod
+    def _one(cls, text: str) -> TaskSpec:
+        source, rest = split_spec(text)
+        if source not in TASK_SOURCES:
+            examples = ", ".join(TASK_SOURCES.meta(name).get("example", name) for name in TASK_SOURCES.names())
+            raise TaskSpecError.of(text, f"unknown task source {source!r}; try {examples}", field="source",
+                                   known=TASK_SOURCES.names(), what="--tasks")
+        return cls(text, source, rest)
+
+    def load(self) -> list[Task]:
+        return TASK_SOURCES.get(self.source)(self.rest)
+
+
 def load_tasks(spec: str) -> list[Task]:
     """Load tasks from a spec:
 
@@ -191,15 +222,9 @@ def load_tasks(spec: str) -> list[Task]:
     temporal:bundled | natural_plan:FILE.json | gen:DIR[:N][:level=A+B] (a generated set) |
     planbench-dir:DIR[:DOMAIN][:N] (a full PlanBench data directory) | bundled (every bundled task) |
     several specs joined with ','. N keeps the first N tasks (per domain for planbench:all).
-    The part before the first ':' names a source in TASK_SOURCES.
+    The part before the first ':' names a source in TASK_SOURCES (`TaskSpec`).
     """
-    if "," in spec:
-        return [t for part in spec.split(",") if part.strip() for t in load_tasks(part.strip())]
-    kind, _, rest = spec.partition(":")
-    if kind not in TASK_SOURCES:
-        examples = ", ".join(TASK_SOURCES.meta(name).get("example", name) for name in TASK_SOURCES.names())
-        raise TaskSpecError(f"unknown task spec {spec!r}; try {examples}")
-    return TASK_SOURCES.get(kind)(rest)
+    return [t for one in TaskSpec.parse(spec) for t in one.load()]
 
 
 def _limit(count: str, spec: str) -> int | None:

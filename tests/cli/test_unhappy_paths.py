@@ -5,7 +5,6 @@ Ray starts, so each takes a few seconds."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,17 +13,13 @@ from pathlib import Path
 import pytest
 
 from cluster.errors import EXIT_UNREACHABLE, EXIT_USAGE
+from serve.ports import free_port
 from tests.fake_openai import FakeOpenAI, Reply
 
 HALO = str(Path(sys.executable).with_name("halo"))
 CLEAN_ENV = {k: v for k, v in os.environ.items()
              if not k.startswith(("HALO_LLM_", "OPENAI_", "AWS_")) and k != "HALO_STORE_URL"}
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def halo(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -80,7 +75,7 @@ def test_student_service_down_is_refused(tmp_path: Path) -> None:
                                                   ("scripted:noise=0.1,sed=2", "sed")])
 def test_unknown_policy_parameters_are_refused(tmp_path: Path, policy: str, unknown: str) -> None:
     result = halo("rollout", "--store", str(tmp_path), "--policy", policy, "--episodes", "2")
-    assert_one_line_error(result, EXIT_USAGE, f"unknown parameter(s) {unknown}", "known:")
+    assert_one_line_error(result, EXIT_USAGE, f"unknown parameter '{unknown}'", "known:")
     assert_nothing_stored(tmp_path)
 
 

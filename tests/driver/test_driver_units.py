@@ -71,7 +71,7 @@ def test_aimd_grows_additively_and_halves_on_congestion():
 @pytest.mark.parametrize("args, message", [
     (["--policy", "nonsense"], "unknown policy"),
     (["--tasks", "planbench:nope:x"], "count must be a positive integer"),
-    (["--llm", "claude"], "unknown --llm"),
+    (["--llm", "claude"], "--llm 'claude': unknown backend 'claude'"),
     (["--episodes", "0"], "at least 1"),
     (["--run-id", "../x"], "invalid run ID"),
     (["--replicas", "0"], "--replicas must be at least 1"),

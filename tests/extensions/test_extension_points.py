@@ -167,7 +167,7 @@ def test_a_registered_task_source_is_one_function_and_one_line() -> None:
             load_tasks("nosuch:x")
     finally:
         TASK_SOURCES.unregister("fixture")
-    with pytest.raises(TaskSpecError, match="unknown task spec 'fixture:blocksworld'"):
+    with pytest.raises(TaskSpecError, match="--tasks 'fixture:blocksworld': unknown task source 'fixture'"):
         load_tasks("fixture:blocksworld")
 
 

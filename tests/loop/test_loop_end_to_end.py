@@ -10,7 +10,6 @@ restart must adopt what the crashed process did instead of training or promoting
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ from cluster.loop.runner import LoopHooks, LoopRunner
 from cluster.loop.serving import ServingClient
 from rollout.driver import RolloutConfig, run_rollout
 from rollout.store import TrajectoryStore
+from serve.ports import free_port
 from train.fast_policy import train_fast_policy
 
 pytestmark = pytest.mark.timeout(400)
@@ -37,11 +37,6 @@ HOLDOUT = "planbench:blocksworld:3"
 class SimulatedCrash(RuntimeError):
     pass
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +61,7 @@ def world(tmp_path_factory: pytest.TempPathFactory):
         v0 = train_fast_policy(store.read_episodes(["teacher-0"]), root / "v0", check="oracle", name="bootstrap")
         # Started the way the RayService starts it: Serve runs the application builder its
         # serveConfigV2 names (cluster.serve_entry:app) with the config as args.
-        config = ServeConfig(model=str(root / "v0"), host="127.0.0.1", port=_free_port(), num_replicas=1,
+        config = ServeConfig(model=str(root / "v0"), host="127.0.0.1", port=free_port(), num_replicas=1,
                              replica_num_cpus=0.5, feedback_store=store_url)
         owns_serve = ensure_serve(config)
         serve.run(decision_app(config.to_dict()), name=config.app_name, route_prefix=config.route_prefix)

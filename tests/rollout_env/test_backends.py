@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rollout.driver.worker import agent_backend_for
 from rollout.llm import OpenAIChatClient
-from rollout.loop.backends import LLMAgents
+from rollout.loop.backends import LLMAgents, agent_backend_for
 from rollout.sim import SimConfig, SimWorld
 from rollout.sim.backend import SimAgents
 from rollout.sim.world import current_world

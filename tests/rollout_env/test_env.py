@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from rollout.core.agent_table import NOOP_ID
+from rollout.core.agent_table import AgentId
 from rollout.core.decision import Decision
 from rollout.core.trajectory import StepRecord
 from rollout.loop.backends import LLMAgents
@@ -136,11 +136,11 @@ def test_step_after_done_is_a_clear_error(by_id: dict) -> None:
         env = RefinementEnv(SimAgents(CLEAN))
         state = await env.reset(task, 1)
         assert state.plan_valid and state.step == 0 and not env.done
-        result = await env.step(Decision(NOOP_ID, "scripted", reason="accept"))
+        result = await env.step(Decision(AgentId.NOOP, "scripted", reason="accept"))
         assert result.done and env.done and result.info["end"].success_validator
         n_steps = len(env.steps)
         with pytest.raises(EnvStateError, match="after the episode is done"):
-            await env.step(Decision(NOOP_ID, "scripted"))
+            await env.step(Decision(AgentId.NOOP, "scripted"))
         assert len(env.steps) == n_steps  # nothing recorded by the refused step
         # reset starts the next episode on the same environment
         again = await env.reset(task, 1)

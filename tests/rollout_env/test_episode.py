@@ -9,7 +9,7 @@ from dataclasses import fields
 import pytest
 
 from rollout.agents.base import Agent, AgentContext, AgentOutcome
-from rollout.core.agent_table import AGENTS, NATURAL_LANGUAGE_ID, NOOP_ID
+from rollout.core.agent_table import AGENTS, AgentId
 from rollout.core.decision import Decision, Policy
 from rollout.core.state import EpisodeState
 from rollout.core.trajectory import NOT_STORED, EpisodeRecord, StepRecord, episodes_to_table, table_to_episodes
@@ -54,7 +54,7 @@ def test_noop_on_valid_plan_ends_the_loop_then_agent_12_renders() -> None:
     task = load_tasks("planbench:blocksworld:1")[0]
     clean = SimConfig(fault_count_weights=(1.0,), plan_fault_prob=0.0, empty_start_prob=0.0, latency_scale=0.0)
     record = run_episode_sync(task, make_policy("rules+scripted"), EpisodeConfig(seed=1, sim=clean))
-    assert [s.agent_id for s in record.steps] == [NOOP_ID, NATURAL_LANGUAGE_ID]
+    assert [s.agent_id for s in record.steps] == [AgentId.NOOP, AgentId.NATURAL_LANGUAGE]
     assert record.steps[0].is_hardcoded and record.steps[0].decided_by == "rule"
     assert record.success_validator and record.success_oracle
     assert record.natural_language_plan.startswith("1. ")
@@ -64,7 +64,7 @@ def test_noop_on_valid_plan_ends_the_loop_then_agent_12_renders() -> None:
 def test_noop_on_invalid_plan_does_not_end_the_loop() -> None:
     task = load_tasks("planbench:blocksworld:1")[0]
     config = EpisodeConfig(max_steps=2, seed=3, sim=SimConfig(empty_start_prob=1.0, latency_scale=0.0))
-    record = run_episode_sync(task, Fixed(NOOP_ID), config)
+    record = run_episode_sync(task, Fixed(AgentId.NOOP), config)
     assert len(record.steps) == 2 and all("rejects" in s.agent_message for s in record.steps)
 
 
@@ -77,8 +77,8 @@ def test_rules_layer_decisions_in_episodes() -> None:
     assert first.decision_reason == "empty domain"
     for s in record.steps:
         state = EpisodeState.from_json(s.state_json)
-        if s.agent_id != NATURAL_LANGUAGE_ID and state.plan_valid:
-            assert s.agent_id == NOOP_ID and s.is_hardcoded
+        if s.agent_id != AgentId.NATURAL_LANGUAGE and state.plan_valid:
+            assert s.agent_id == AgentId.NOOP and s.is_hardcoded
         if state.error_category.startswith("parse_error"):
             assert s.agent_id == 9 and s.is_hardcoded
 

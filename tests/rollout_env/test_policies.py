@@ -33,7 +33,7 @@ def test_make_policy_specs() -> None:
     ("nosuch", "unknown policy"),
     ("scripted:noise", "key=value"),
     ("scripted:noise=2", "noise must be in"),
-    ("scripted:noise=abc", "could not convert"),
+    ("scripted:noise=abc", "noise must be a number"),
 ])
 def test_bad_policy_specs(spec: str, message: str) -> None:
     with pytest.raises(PolicySpecError, match=message):

@@ -104,7 +104,7 @@ def test_sim_teacher_outside_the_simulated_world_is_an_error(tasks):
 @pytest.mark.parametrize("spec,message", [
     ("teacher:model=sim,profile=genius", "unknown sim teacher profile"),
     ("teacher:model=sim,quality=1.5", "quality must be in"),
-    ("teacher:model=sim,quality=high", "must be numbers"),
+    ("teacher:model=sim,quality=high", "quality must be a number"),
     ("teacher:model=sim,base_url=http://x", "unknown parameter"),
 ])
 def test_bad_sim_teacher_specs_are_clear_errors(spec, message):

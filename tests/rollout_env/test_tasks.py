@@ -115,7 +115,7 @@ def test_natural_plan_bad_files(tmp_path: Path) -> None:
     ("planbench:nosuch", "unknown PlanBench domain"),
     ("planbench:blocksworld:zero", "positive integer"),
     ("planbench:blocksworld:0", "positive integer"),
-    ("wat:1", "unknown task spec"),
+    ("wat:1", "unknown task source 'wat'"),
     ("natural_plan", "needs a file"),
 ])
 def test_bad_specs(spec: str, message: str) -> None:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from cluster.cli import app
 from rollout.sim.spec import SimSpecError, absolute_world_spec, parse_sim_spec
-from rollout.sim.teacher_chat import PROFILES, SIM_TEACHER_PRICES, make_sim_teacher_chat
+from rollout.sim.teacher_chat import PROFILES, SIM_TEACHER_PRICES, SimTeacherParams, make_sim_teacher_chat
 from rollout.sim.world import SimConfig
 from rollout.sim.world_file import (
     DEFAULT_WORLD_PATH,
@@ -166,7 +166,7 @@ def test_the_teacher_answers_from_the_world_it_runs_in(tmp_path: Path) -> None:
                                         EpisodeConfig(seed=3, run_id="w", sim=sim), concurrency=6))
         success[label] = sum(r.success_validator for r in recs)
     assert success["always wrong"] < success["default"]
-    assert make_sim_teacher_chat({}).overrides == {}
+    assert make_sim_teacher_chat(SimTeacherParams()).overrides == {}
 
 
 def test_pipeline_in_another_world_records_its_hash(tmp_path: Path) -> None:

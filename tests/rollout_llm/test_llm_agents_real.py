@@ -11,7 +11,7 @@ import solvers
 from rollout.agents.base import AgentContext, make_agent
 from rollout.agents.llm_call import run_real_llm_agent
 from rollout.agents.prompts import FD_REQUIREMENTS, PROMPTS, TEMPORAL_REQUIREMENTS, build_messages
-from rollout.core.agent_table import AGENT_TABLE, DYNAMIC_AGENT_ID
+from rollout.core.agent_table import AGENT_TABLE, AgentId
 from rollout.core.state import EpisodeState
 from rollout.llm import LLMConfig, OpenAIChatClient, PriceTable
 from rollout.tasks.base import Task
@@ -51,7 +51,7 @@ def test_every_llm_agent_has_its_own_prompt():
     assert TEMPORAL_REQUIREMENTS in build_messages(9, state, temporal)[0]["content"]
     assert "<solution>" in build_messages(3, state, TASK)[0]["content"]
     assert "<instructions>" in build_messages(12, state, TASK)[0]["content"]
-    assert "Task profile: fix the goal" in build_messages(DYNAMIC_AGENT_ID, state, TASK, "fix the goal")[0]["content"]
+    assert "Task profile: fix the goal" in build_messages(AgentId.DYNAMIC, state, TASK, "fix the goal")[0]["content"]
 
 
 def test_agent_rewrites_pddl_from_reply(server, blocksworld):
@@ -108,6 +108,6 @@ def test_solution_and_instructions_agents(server):
 def test_dynamic_agent_uses_profile(server):
     server.script(Reply.text("nothing useful"))
     state = EpisodeState("spec", domain="(define (domain d))")
-    out = asyncio.run(run_real_llm_agent(DYNAMIC_AGENT_ID, state, ctx_for(server), "add a (free ?r) fact"))
+    out = asyncio.run(run_real_llm_agent(AgentId.DYNAMIC, state, ctx_for(server), "add a (free ?r) fact"))
     assert not out.ok and out.message.startswith("DynamicAgent:")
     assert "add a (free ?r) fact" in server.requests[0]["messages"][0]["content"]

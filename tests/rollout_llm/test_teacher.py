@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from rollout.core.agent_table import DYNAMIC_AGENT_ID
+from rollout.core.agent_table import AgentId
 from rollout.core.state import EpisodeState
 from rollout.llm import LLMConfig, OpenAIChatClient, PriceTable
 from rollout.policies import make_policy
@@ -46,7 +46,7 @@ def test_parse_answer_rejects(reply):
 
 def test_parse_dynamic_agent():
     got = parse_answer("DynamicAgent: add missing (clear ?x) facts\nReason: none fits", allow_dynamic=True)
-    assert got.agent_id == DYNAMIC_AGENT_ID and got.dynamic_profile == "add missing (clear ?x) facts"
+    assert got.agent_id == AgentId.DYNAMIC and got.dynamic_profile == "add missing (clear ?x) facts"
 
 
 @pytest.fixture
@@ -102,7 +102,7 @@ def test_endpoint_failure_falls_back(server):
 def test_dynamic_agent_only_when_enabled(server):
     server.script(Reply.text("DynamicAgent: widen the type of ?x in (at ?x ?l)"))
     d = asyncio.run(teacher(server, allow_dynamic=True).adecide(STATE))
-    assert d.agent_id == DYNAMIC_AGENT_ID and d.dynamic_profile.startswith("widen the type")
+    assert d.agent_id == AgentId.DYNAMIC and d.dynamic_profile.startswith("widen the type")
     assert "DynamicAgent: <task profile>" in server.requests[0]["messages"][0]["content"]
 
 
@@ -123,7 +123,7 @@ def test_make_policy_teacher_spec(server, monkeypatch):
     pol = make_policy(f"rules+teacher:model=t,base_url={server.base_url},fallback=2,attempts=1,dynamic=true")
     d = asyncio.run(pol.adecide(STATE))
     assert (d.agent_id, d.decided_by) == (15, "teacher")
-    with pytest.raises(ValueError, match="unknown teacher parameter"):
+    with pytest.raises(ValueError, match="unknown parameter 'colour'"):
         make_policy(f"teacher:model=t,base_url={server.base_url},colour=red")
     with pytest.raises(ValueError, match="HALO_LLM_MODEL"):
         make_policy(f"teacher:base_url={server.base_url}")

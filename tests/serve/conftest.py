@@ -3,7 +3,6 @@ applications: `main` (2 replicas, API keys, feedback store) and `tight` (1 repli
 
 from __future__ import annotations
 
-import socket
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -11,17 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from serve.ports import free_port
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from scripted_http import flaky  # noqa: E402, F401  (the clients' scripted local server)
 from serve_keys import ADMIN_KEY, API_KEY, FEEDBACK_KEY, STALL_KEY  # noqa: E402, F401
 from serve_synthetic import MAP_V1, MAP_V2, train_version  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

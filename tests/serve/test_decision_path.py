@@ -12,7 +12,7 @@ from scripted_http import ScriptedHTTP
 from serve_keys import API_KEY
 from serve_synthetic import rule_state, symptom_state
 
-from rollout.core.agent_table import DYNAMIC_AGENT_ID, NUM_AGENTS
+from rollout.core.agent_table import NUM_AGENTS, AgentId
 from rollout.core.decision import MODEL, Decision, Policy
 from rollout.core.state import EpisodeState
 from rollout.policies.rules import RulesFirst
@@ -22,7 +22,7 @@ from train.manifest import Manifest
 from train.policies import load_policy
 
 # A decision with every field away from its default: the dynamic agent with its profile, and costs.
-RICH = Decision(DYNAMIC_AGENT_ID, MODEL, 1.25, "needs a new role", "v-rich", dynamic_profile="Check every "
+RICH = Decision(AgentId.DYNAMIC, MODEL, 1.25, "needs a new role", "v-rich", dynamic_profile="Check every "
                 "precondition against the statement.", llm_calls=2, tokens_in=340, tokens_out=17, cost_usd=0.00042)
 
 

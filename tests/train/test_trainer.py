@@ -10,6 +10,7 @@ import torch
 from synthetic import synthetic_episodes
 
 from rollout.core.state import EpisodeState
+from tests.train.faults import CrashOnce
 from train.base_models import BaseModelError
 from train.dataset import BuildConfig, DatasetError, build_dataset
 from train.llm_policy import LLMPolicy
@@ -40,7 +41,7 @@ def trained(ray_local, dataset, tiny_model, tmp_path_factory):
     resumes from the step-1 checkpoint."""
     out = tmp_path_factory.mktemp("models") / "tiny"
     first = train_llm(_cfg(dataset, tiny_model, out, workers=2, batch_size=1, threads_per_worker=1,
-                           crash_at_step=1))
+                           on_step=CrashOnce(out / ".crash-injected", at_step=1)))
     return out, first
 
 

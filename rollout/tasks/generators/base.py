@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from solvers.errors import InputError
+from solvers.params import SpecError, convert, read_pairs
 
 LEVELS = ("easy", "medium", "hard", "extreme")
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -27,7 +27,7 @@ def wordings(words: dict[str, tuple[str, ...]], unsaid: tuple[str, ...] = ()) ->
     return phrase
 
 
-class GeneratorError(InputError, ValueError):
+class GeneratorError(SpecError):
     """A generator asked for something it cannot make; the message says what and the bounds."""
 
 
@@ -102,18 +102,13 @@ class Generator:
 
 
 def parse_sizes(text: str | None) -> dict[str, int]:
-    """'blocks=5,towers=2' -> {'blocks': 5, 'towers': 2}."""
+    """'blocks=5,towers=2' -> {'blocks': 5, 'towers': 2} (the generator checks the knobs' names and bounds)."""
     out: dict[str, int] = {}
-    for part in (text or "").split(","):
-        if not part.strip():
-            continue
-        key, sep, value = part.partition("=")
-        if not sep or not key.strip():
-            raise GeneratorError(f"--size expects key=value pairs separated by ',', got {part!r}")
-        try:
-            out[key.strip()] = int(value)
-        except ValueError:
-            raise GeneratorError(f"--size {key.strip()}: expected an integer, got {value!r}") from None
+    for pair in read_pairs(text or "", what="--size", error=GeneratorError):
+        problem, value = convert(pair.key, pair.value, int)
+        if problem:
+            raise GeneratorError.of(text or "", problem, field=pair.key, what="--size")
+        out[pair.key] = value
     return out
 
 

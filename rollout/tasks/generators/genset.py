@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from solvers.errors import InputError
+from solvers.params import SpecError, read_pairs
 
 INDEX = "index.parquet"
 MANIFEST = "manifest.json"
@@ -20,7 +20,7 @@ COLUMNS = ("task_id", "domain", "domain_name", "level", "seed", "index", "genera
            "plan_file", "description_file")
 
 
-class GenSetError(InputError, ValueError):
+class GenSetError(SpecError):
     """A directory that is not a readable generated set; the message says what is wrong."""
 
 
@@ -62,17 +62,14 @@ def write_text(path: Path, text: str) -> None:
     path.write_text(text)
 
 
+FILTER_KEYS = ("domain", "level", "seed")
+
+
 def _filters(parts: list[str], spec: str) -> dict[str, tuple[bool, set[str]]]:
-    out: dict[str, tuple[bool, set[str]]] = {}
-    for part in parts:
-        key, sep, values = part.partition("=")
-        negate = key.endswith("!")
-        key = key.rstrip("!")
-        if not sep or key not in ("domain", "level", "seed"):
-            raise GenSetError(f"{spec!r}: bad filter {part!r}; use domain=A+B, level=easy+medium, seed=0+1 "
-                              "(or key!=... to exclude)")
-        out[key] = (negate, {v for v in values.split("+") if v})
-    return out
+    """`domain=A+B:level!=hard` -> {key: (exclude?, values)}, read by the one spec parser."""
+    pairs = read_pairs(":".join(parts), known=FILTER_KEYS, sep=":", negatable=True, spec=spec, what="--tasks",
+                       error=GenSetError)
+    return {p.key: (p.negated, {v for v in p.value.split("+") if v}) for p in pairs}
 
 
 def _read(root: str, name: str) -> str:

@@ -18,6 +18,7 @@ from rollout.tasks.natural_plan.scoring import (
     score_trip,
 )
 from solvers.errors import InputError
+from solvers.params import read_pairs
 
 KINDS = ("trip_planning", "meeting_planning", "calendar_scheduling")
 _KIND_FIELDS = {"trip_planning": ("cities", "durations", "num_cities"),
@@ -82,7 +83,8 @@ class KindScore:
 
 
 def _bucket_order(name: str) -> tuple[int, ...]:
-    return tuple(int(part.split("=")[1]) for part in name.split(","))
+    """A bucket's sort key: its values in order ("num_cities=3,num_days=10" -> (3, 10))."""
+    return tuple(int(pair.value) for pair in read_pairs(name))
 
 
 def read_data_file(path: Path) -> dict[str, dict[str, Any]]:
