@@ -1,10 +1,10 @@
 """Start Ray in-process (sized to the machine, lean) or join an existing cluster.
 
-The dashboard costs about 1 GB of memory on a small machine, so it is off unless asked for;
+The dashboard more than doubles an idle local cluster's memory, so it is off unless asked for;
 the object store is capped (episodes are small) so an idle local cluster stays light. Without
 the dashboard nothing reads Ray's own metrics or task events, so a lean cluster does not
-collect them either: in a CPU-bound rollout job that was ~0.6% of the machine (raylet, GCS and
-the dashboard agent). A cluster joined by address keeps its own settings.
+collect them either (what that saves in a rollout job: docs/results/2026-12-03-rollout-throughput.md).
+A cluster joined by address keeps its own settings.
 """
 
 from __future__ import annotations

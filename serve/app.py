@@ -227,7 +227,7 @@ class _ServedModel(Policy):
     async def adecide(self, state: EpisodeState) -> Decision:
         model = self._current()
         # An inline policy decides in tens of microseconds: batching would only add the batch
-        # window's wait (about 1.5 ms p50 at concurrency 1), so it decides right here, unless the
+        # window's wait (the whole of its p50 at concurrency 1), so it decides right here, unless the
         # state is large enough that reading it (parsing, reachability) may take a while: that
         # one decides in a worker thread, off the event loop, under the request's time budget.
         if model is not None and model.inline:

@@ -24,8 +24,8 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 # existing value wins) and belong in the environment of a cluster's pods (k8s ConfigMap halo-config).
 # - Direct ingress: each ingress replica runs its own HTTP server (uvicorn on the replica's event
 #   loop) on a port from RAY_SERVE_DIRECT_INGRESS_{MIN,MAX}_HTTP_PORT, so a decision skips the
-#   proxy actor and its extra hop. A fast-policy p50 went from ~10 ms through the proxy to ~1.3 ms
-#   here (benchmarks/serve.py). The proxy keeps serving on `port` for compatibility.
+#   proxy actor and its extra hop (benchmarks/serve.py; docs/results/2026-12-03-serve-latency.md).
+#   The proxy keeps serving on `port` for compatibility.
 # - User code and the router on the main event loops: one cross-thread hop less per request;
 #   safe because this service never blocks its loop (slow runtimes decide in a worker thread).
 SERVE_LATENCY_ENV = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0", "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
@@ -142,8 +142,8 @@ class ServeConfig:
     model_roots: list[str] = field(default_factory=list)
     max_model_bytes: int = 2_000_000_000  # per artifact file, and for the whole model
     max_npz_inflated_bytes: int = 512_000_000  # what a weights.npz may decompress to
-    # Serve's own logging. Per-request access logs cost ~1.6 ms p50 and ~15 ms p99 per request on
-    # a 2-core node (measured with a no-op deployment); /metrics already counts every request.
+    # Serve's own logging. Per-request access logs are a large share of a fast decision's time
+    # (docs/results/2026-12-03-code-figures.md); /metrics already counts every request.
     access_log: bool = False
     # The fast tier's ingress (serve/fast_ingress.py): each replica also answers the same routes
     # on its own uvicorn server, on a port of [fast_ingress_min_port, fast_ingress_max_port],

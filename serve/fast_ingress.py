@@ -2,8 +2,8 @@
 
 Serve's direct ingress already skips the proxy hop, but every request still passes Serve's
 per-request machinery in the replica (request wrapping, ongoing-request accounting, metrics
-and access logs, a hop to the user-code thread): about 1 ms of CPU per request on this
-machine, which caps a replica near 600-900 requests/s even for a no-op. This server runs the
+and access logs, a hop to the user-code thread), which kept a replica below the decision
+rate it needs even for a no-op (docs/results/2026-12-03-serve-latency.md). This server runs the
 replica's *same* FastAPI app (same guard, routes, schemas and model) under uvicorn with uvloop
 and httptools, on a thread of the replica process, so a request costs what the app costs.
 

@@ -79,7 +79,8 @@ class RateLimiter:
 
 
 # Routes whose work the cost limiter charges (seconds inside the replica); feedback has its own quotas.
-# Parsing and validating a body costs about 1 s per 50 MB on one core (json + pydantic, measured).
+# A body is charged at the rate json + pydantic parse and validate it on one core
+# (docs/results/2026-12-03-code-figures.md).
 BODY_BYTES_PER_COST_S = 50e6
 # Work per request that is not charged: ordinary decisions (well under a millisecond) never count
 # against the budget, whatever their rate (rate_limit_rps and the in-flight cap bound that).

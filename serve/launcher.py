@@ -61,7 +61,7 @@ class RunningService:
         if not self.direct_ports:
             return []
         with contextlib.suppress(Exception):
-            # a killed replica stays "alive" in the registry until its reports go stale (~5 s):
+            # a killed replica stays "alive" in the registry until its reports go stale (a few seconds):
             # keep the ports that accept a connection now
             live = [p for p in live_direct_ports(self.registry) if accepts_connection(self.host, p)]
             if live:

@@ -89,7 +89,7 @@ def val_binary() -> Path | None:
 
 def dist_version(name: str) -> str | None:
     """The installed version of a Python distribution, None when it is not installed."""
-    from importlib import metadata  # ~25 ms of imports a one-shot `halo solve` does not need
+    from importlib import metadata  # imports a one-shot `halo solve` does not need
 
     try:
         return metadata.version(name)

@@ -149,8 +149,8 @@ class Worker:
     def call(self, request: dict, answer_deadline: float, blobs: tuple[bytes, ...] = ()) -> dict:
         # A worker that died while idle shows as a finished process or an end of file on its
         # output (an idle worker writes nothing): the call never ran, so it may be retried. This
-        # costs a poll; an acknowledgement from the worker per call cost a round trip of context
-        # switches (~0.1 ms of client CPU per call, about 1 ms per episode).
+        # costs a poll; an acknowledgement from the worker per call would cost a round trip of
+        # context switches per call (docs/results/2026-12-03-code-figures.md).
         if self.proc.poll() is not None or select.select([self.proc.stdout.fileno()], [], [], 0)[0]:
             raise WorkerGone(f"worker gone while idle (code {self.proc.poll()})")
         body = json.dumps(request).encode()
@@ -203,8 +203,8 @@ def _warn_once(message: str) -> None:
 
 class _Spawner:
     """One long-lived thread that starts every worker (see the module docstring for why). A
-    plain thread and a queue: concurrent.futures would cost a one-shot `halo solve` ~25 ms of
-    imports (it pulls in logging) on its critical path."""
+    plain thread and a queue: concurrent.futures would put its imports (it pulls in logging) on a
+    one-shot `halo solve`'s critical path."""
 
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[tuple[str, list[Worker | BaseException], threading.Event]] = queue.SimpleQueue()

@@ -1,6 +1,6 @@
 """The state encoder: EpisodeState -> the prompt the trained policy reads.
 
-Eight sections, each with a token cap (DESIGN.md). A section over its cap keeps its most recent
+Eight sections, each with a token cap (docs/architecture.md). A section over its cap keeps its most recent
 content (the tail: the latest log lines and the end of long PDDL are what changed last) and
 marks the cut with an ellipsis. The prompt is wrapped in the base model's chat template and
 ends with `Selected Agent:`; the target is one label token (train/labels.py).
@@ -20,7 +20,7 @@ from rollout.core.state import EpisodeState
 from solvers.errors import InputError
 
 ENCODER_VERSION = "halo-enc-2"
-# v1: sections in the DESIGN.md order. v2: the static agent list first (it never changes, so a
+# v1: sections in the design order (docs/architecture.md). v2: the static agent list first (it never changes, so a
 # shared prefix for caching) and the fast-changing symptoms (errors, log, history) last, right
 # before `Selected Agent:` - where left truncation to a short training length keeps them.
 SUPPORTED_VERSIONS = ("halo-enc-1", "halo-enc-2")

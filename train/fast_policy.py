@@ -1,9 +1,9 @@
 """The fast policy: multinomial logistic regression over hashed state features.
 
-Deciding is a few hundred dictionary look-ups and a 21-way argmax: tens of microseconds on one
-CPU core, against ~0.5 s for a 135M-parameter forward pass; the first time a (domain, problem)
-pair is seen with a planner or validator verdict, the relaxed reachability read
-(train/reachability.py, cached) adds 2-50 ms on planbench-sized tasks. Only the feature buckets seen in
+Deciding is a few hundred dictionary look-ups and a 21-way argmax, orders of magnitude cheaper
+than a forward pass of even a small language model; the first time a (domain, problem) pair is
+seen with a planner or validator verdict, the relaxed reachability read (train/reachability.py,
+cached) adds its cost once (docs/results/2026-12-03-code-figures.md). Only the feature buckets seen in
 training carry weight (the rest are exactly zero under L2), so the artifact stores those rows.
 
 Artifact directory: manifest.json (policy_class "hashed_linear") + weights.npz.

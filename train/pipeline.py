@@ -45,7 +45,8 @@ LLM_LABEL = "LLM policy (SmolLM2 LoRA)"
 LLM_BASELINE_LABEL = "prompted teacher (LLM policy's tasks)"
 _LLM_AGENTS = frozenset(a.agent_id for a in AGENT_TABLE if a.kind == "llm")
 
-# DESIGN.md "Published results": success %, LLM calls per episode, cost per task (USD); None: not published.
+# The published results (docs/architecture.md): success %, LLM calls per episode, cost per task
+# (USD); None: not published.
 PUBLISHED: dict[str, list[tuple[str, float, float | None, float | None]]] = {
     "planbench": [("GPT-5-mini prompted", 91.6, 4.8, 0.18), ("Gemini-3-Flash prompted", 97.8, 3.7, 0.06),
                   ("trained policy", 94.9, 2.2, 0.004)],

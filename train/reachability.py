@@ -23,7 +23,8 @@ from rollout.pddl.state_space import World, load_world
 from train.cost_budget import check_budget
 
 Atom = tuple[str, ...]
-# bindings tried per call: the planbench and bundled IPC tasks need under 20k (2-50 ms on one core)
+# bindings tried per call: well above what the planbench and bundled IPC tasks need
+# (docs/results/2026-12-03-code-figures.md)
 DEFAULT_MAX_BINDINGS = 50_000
 
 

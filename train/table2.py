@@ -19,7 +19,7 @@ VANILLA_LABEL = "vanilla LLM (no PDDL)"
 WEAKER, STRONGER, TRAINED = "prompted teacher", "stronger teacher", "fast policy"
 DYNAMIC = "fast policy + dynamic agent"
 PUBLISHED_SUCCESS = {"planbench": (91.6, 97.8, 94.9), "natural_plan": (51.5, 91.7, 88.8),
-                     "classical": (93.0, 93.0, 95.8)}  # GPT-5-mini / Gemini-3-Flash / trained, DESIGN.md
+                     "classical": (93.0, 93.0, 95.8)}  # GPT-5-mini / Gemini-3-Flash / trained (docs/architecture.md)
 SIMULATED = "simulated (llm_backend=sim)"
 PUBLISHED = "published real-LLM (paper)"
 

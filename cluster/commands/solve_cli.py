@@ -259,7 +259,7 @@ def one_shot(command: str, argv: list[str]) -> int:
     levels = {p.level for p in list(pool._pools.values())}
     if levels <= {"bwrap"}:
         # Every worker runs under bwrap --die-with-parent, whose sandbox vanishes with this
-        # process: skip the polite shutdown and the interpreter's teardown (~0.1 s of a call).
+        # process: skip the polite shutdown and the interpreter's teardown (a visible share of a call).
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()

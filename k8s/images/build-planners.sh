@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds VAL (`Validate` with `libVAL.so` beside it, RUNPATH $ORIGIN) and POPF (popf-clp) into
-# PREFIX/bin, as ../shared/planners/README.md describes.
+# PREFIX/bin.
 #   build-planners.sh PREFIX [SRC]
 # SRC (default: ../shared/planners/src beside this checkout, or $PLANNERS_SRC) holds the source
 # archives and popf-modern-gcc.patch; without them the pinned commits are fetched with git (the

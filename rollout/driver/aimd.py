@@ -83,13 +83,12 @@ class AIMDWindow:
                 return self._decrease()
         # The queue that counts as far too long grows with the window: with hundreds of episodes in
         # flight (LLM-bound), bursts of a dozen solver calls are normal and cutting on them halved
-        # windows the CPUs needed (0.61x of the CPU-bound rate instead of ~1x).
+        # windows the CPUs needed (figures: docs/results/2026-12-03-code-figures.md).
         cut = self.queue_cut_factor * max(1.0, self.limit / 16)
         # ... and with it what an episode waits on the LLM per step: a queue shorter than two LLM
         # calls costs an LLM-bound episode little, and is mostly one long solver call (a hard
         # search holding the worker's solver thread for seconds) that the queue drains after;
-        # halving there left the CPUs idle while the window regrew (4 cuts per 100 s of a
-        # 4,000-episode job at a 2.5 s median latency).
+        # halving there left the CPUs idle while the window regrew.
         llm_wait_s = 2 * (self._latency_baseline or 0.0) / 1000
         if solver_run_s > 0 and solver_wait_s > max(cut * solver_run_s, llm_wait_s):
             return self._decrease()

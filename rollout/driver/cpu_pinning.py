@@ -3,9 +3,9 @@
 Ray reserves `num_cpus` for a worker in its books only; the kernel still moves the worker's
 threads and its solver processes across every CPU. In the CPU-bound regime a worker is one
 chain of hand-offs (event loop -> solver thread -> sandboxed worker -> planner and back), and
-on a VM every hand-off to another CPU that has gone idle costs a wake-up of that CPU: pinned,
-a 2-worker job left 0.4-1.0 CPU-s of 61 idle instead of 1.0-2.3, and its wall time vs the
-solver-bound limit fell from 1.179x to 1.163x (six jobs each, alternated; docs/rollout-job.md).
+on a VM every hand-off to another CPU that has gone idle costs a wake-up of that CPU. Pinned,
+both ends of a hand-off share a CPU that stays awake while its worker has work, so the machine
+idles less during a job (figures: docs/results/2026-12-03-rollout-throughput.md).
 
 A claim is a lock on `<claims dir>/cpu-<N>`, taken without blocking and held by an open file
 for the worker's life: the kernel drops it when the process dies, however it dies, so a

@@ -123,8 +123,8 @@ class Dispatcher:
     def _sort_tail(self, slots: list[Slot], expected: Callable[[EpisodeSpec], float]) -> None:
         """Longest expected first over the job's last episodes: the job ends when its last long
         episode does, and one started last runs on alone while the CPUs idle. With LLM latencies
-        an episode's length is mostly its steps (about 2.8 s of LLM wait each, 2 to 11 steps); a
-        task's episodes so far in this job predict it in part (correlation ~0.45). Done once, when
+        an episode's length is mostly its steps (each waits on the LLM); a task's episodes so far in
+        this job predict it in part (docs/results/2026-12-03-rollout-llm-bound.md). Done once, when
         what is left is about four windows, so the longest of it starts about four episode
         lengths before the end."""
         horizon = TAIL_WINDOWS * sum(slot.window.size for slot in slots if not slot.dead)

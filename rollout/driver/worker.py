@@ -95,12 +95,11 @@ class WorkerBatch:
     outcomes: list[EpisodeOutcome]
     # The step rows (STEP_SCHEMA) of every episode that has steps, as one Arrow IPC stream,
     # converted here so the single committer only writes. Bytes, not a pa.Table: Ray pickles a
-    # table column by column (about 1 ms out and 3 ms back into the driver per call); IPC bytes
-    # cost ~0.05 ms each way. The stream is LZ4-compressed (~9x on step rows, 0.05 ms per 140 KB):
-    # a batch of 4 episodes is ~140 KB raw, over Ray's 100 KB limit for returning a value inline,
-    # and a return through the object store cost ~2 ms more CPU per call (worker, raylet, driver).
-    # One frame over the whole stream, not Arrow's per-buffer IPC compression, which cost 1.2 ms to
-    # write and 1.7 ms to read on the same rows.
+    # table column by column, IPC bytes cost next to nothing. The stream is LZ4-compressed: a
+    # batch's raw stream is over Ray's 100 KB limit for returning a value inline, and a return
+    # through the object store costs more CPU per call (worker, raylet, driver). One frame over the
+    # whole stream, not Arrow's per-buffer IPC compression, which is dearer on the same rows
+    # (figures: docs/results/2026-12-03-code-figures.md).
     rows_ipc: bytes | None = None
     rows_ipc_size: int = 0  # its size uncompressed
     solver_wait_s: float = 0.0

@@ -1,4 +1,4 @@
-"""Per-policy summaries of episodes: the columns of DESIGN.md's published comparison."""
+"""Per-policy summaries of episodes: the columns of the published comparison (docs/architecture.md)."""
 
 from __future__ import annotations
 

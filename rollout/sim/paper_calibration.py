@@ -1,7 +1,7 @@
 """Constants that put the simulated world's costs on the HALO paper's scale (Table 2 and its
 Appendix F), in one plain dict so it can move into a world file unchanged.
 
-Published figures (DESIGN.md, "Published results"): per PlanBench task, prompted GPT-5-mini
+Published figures (docs/architecture.md, "The published results"): per PlanBench task, prompted GPT-5-mini
 makes 4.8 LLM calls and costs about $0.18, prompted Gemini-3-Flash 3.7 calls and about $0.06,
 the trained policy 2.2 calls and about $0.004 (the paper quotes $0.18-0.22 and $0.06-0.08 per
 task across families). Only those per-task totals are published here; the split of a call into

@@ -119,7 +119,8 @@ class StepTable:
     def _commit(self, table: pa.Table, run_id: str, n_episodes: int) -> None:
         """Write one zstd Parquet data file with pyarrow, then add it to the Delta log in one commit.
 
-        (deltalake's own writer was 3-7x slower than pyarrow on these text-heavy rows.) A crash
+        (deltalake's own writer is several times slower than pyarrow on these text-heavy rows:
+        docs/results/2026-12-03-store-commits.md.) A crash
         between the two steps leaves an unreferenced file: invisible to Delta readers, deleted by
         `remove_orphans`, which the rollout job runs when it (re)starts a run."""
         import pyarrow.parquet as pq
@@ -318,8 +319,8 @@ _STEP_FIELDS = frozenset(f.name for f in dataclasses.fields(StepRecord))
 
 
 def episodes_to_arrow(episodes: list[EpisodeRecord]) -> pa.Table:
-    """Same table as rollout.core.trajectory.episodes_to_table, built column by column: about 10x faster
-    (no per-row dataclasses.asdict), which is what lets one committer pass 20,000 rows/s."""
+    """Same table as rollout.core.trajectory.episodes_to_table, built column by column (no per-row
+    dataclasses.asdict): the per-row path is too slow for one committer to keep up with a job."""
     pairs = [(ep, step) for ep in episodes for step in ep.steps]
     columns = []
     for name in STEP_SCHEMA.names:

@@ -1,33 +1,16 @@
 """What each pod may reach and hold: no Ray worker holds the admin key (only the head, where the
 loop's driver promotes models), and Ray's control ports (the dashboard among them) answer only
 this namespace's pods and the KubeRay operator, while the decision ports stay open to clients.
-Checked on the overlays as kustomize_lite renders them and as `kubectl kustomize` does."""
+Checked on the overlays as `kubectl kustomize` renders them."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-
 import pytest
-import yaml
-from k8s_checks import K8S, KUBERAY_KINDS, OVERLAYS, render
+from k8s_checks import KUBERAY_KINDS, OVERLAYS, render
 
 RAY_COMPONENTS = {"ray-head", "ray-worker-cpu", "ray-worker-gpu", "serve-head", "serve-worker", "serve-worker-gpu"}
 SERVE_COMPONENTS = {"serve-head", "serve-worker", "serve-worker-gpu"}
 ADMIN_ENV = {"HALO_SERVE_ADMIN_KEY"}  # the client-side admin key (the service's own list is HALO_SERVE_ADMIN_KEYS)
-
-
-def _kubectl(overlay: str) -> list[dict]:
-    if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed: the kubectl rendering is not checked")
-    out = subprocess.run(["kubectl", "kustomize", str(K8S / "overlays" / overlay)], capture_output=True, text=True,
-                         check=True, timeout=120).stdout
-    return [doc for doc in yaml.safe_load_all(out) if doc]
-
-
-def _renderings(overlay: str) -> list[list[dict]]:
-    return [render(overlay), _kubectl(overlay)]
 
 
 def _pod_templates(obj: dict) -> list[dict]:
@@ -43,12 +26,12 @@ def _env_names(template: dict) -> set[str]:
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_no_ray_worker_holds_the_admin_key(overlay: str) -> None:
-    for objects in _renderings(overlay):
-        workers = [t for o in objects if o["kind"] in KUBERAY_KINDS for t in _pod_templates(o)
-                   if "worker" in t["metadata"]["labels"]["app.kubernetes.io/component"]]
-        assert workers
-        for template in workers:
-            assert not ADMIN_ENV & _env_names(template), template["metadata"]["labels"]
+    objects = render(overlay)
+    workers = [t for o in objects if o["kind"] in KUBERAY_KINDS for t in _pod_templates(o)
+               if "worker" in t["metadata"]["labels"]["app.kubernetes.io/component"]]
+    assert workers
+    for template in workers:
+        assert not ADMIN_ENV & _env_names(template), template["metadata"]["labels"]
 
 
 def _policies(objects: list[dict]) -> list[dict]:
@@ -63,30 +46,21 @@ def _selected(policy: dict) -> set[str]:
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_ray_control_ports_answer_only_inside_the_namespace(overlay: str) -> None:
-    for objects in _renderings(overlay):
-        policies = _policies(objects)
-        components = {t["metadata"]["labels"]["app.kubernetes.io/component"] for o in objects
-                      if o["kind"] in KUBERAY_KINDS for t in _pod_templates(o)}
-        assert components <= RAY_COMPONENTS  # every Ray pod is under a policy
-        for policy in policies:
-            assert policy["spec"]["policyTypes"] == ["Ingress"]
-        inside = [p for p in policies if _selected(p) == RAY_COMPONENTS]
-        assert len(inside) == 1
-        (rule,) = inside[0]["spec"]["ingress"]
-        assert "ports" not in rule  # every port, but only from ...
-        assert rule["from"][0] == {"podSelector": {}}  # ... this namespace's pods
-        assert set(rule["from"][1]) == {"namespaceSelector"}  # ... and the operator's namespace
-        open_rules = [r for p in policies for r in p["spec"]["ingress"] if "from" not in r]
-        open_ports = {port["port"] for r in open_rules for port in r["ports"]}
-        assert open_ports == {8000, 8100}  # only the decision ports are open to anyone
-        assert all(_selected(p) <= SERVE_COMPONENTS for p in policies
-                   if any("from" not in r for r in p["spec"]["ingress"]))
-
-
-def test_the_rendering_is_the_same_by_both_tools() -> None:
-    for overlay in OVERLAYS:
-        lite, real = _renderings(overlay)
-        def specs(objects: list[dict]) -> str:
-            return json.dumps({p["metadata"]["name"]: p["spec"] for p in _policies(objects)}, sort_keys=True)
-
-        assert specs(lite) == specs(real)
+    objects = render(overlay)
+    policies = _policies(objects)
+    components = {t["metadata"]["labels"]["app.kubernetes.io/component"] for o in objects
+                  if o["kind"] in KUBERAY_KINDS for t in _pod_templates(o)}
+    assert components <= RAY_COMPONENTS  # every Ray pod is under a policy
+    for policy in policies:
+        assert policy["spec"]["policyTypes"] == ["Ingress"]
+    inside = [p for p in policies if _selected(p) == RAY_COMPONENTS]
+    assert len(inside) == 1
+    (rule,) = inside[0]["spec"]["ingress"]
+    assert "ports" not in rule  # every port, but only from ...
+    assert rule["from"][0] == {"podSelector": {}}  # ... this namespace's pods
+    assert set(rule["from"][1]) == {"namespaceSelector"}  # ... and the operator's namespace
+    open_rules = [r for p in policies for r in p["spec"]["ingress"] if "from" not in r]
+    open_ports = {port["port"] for r in open_rules for port in r["ports"]}
+    assert open_ports == {8000, 8100}  # only the decision ports are open to anyone
+    assert all(_selected(p) <= SERVE_COMPONENTS for p in policies
+               if any("from" not in r for r in p["spec"]["ingress"]))

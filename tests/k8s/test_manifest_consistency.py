@@ -27,6 +27,7 @@ from k8s_checks import (
     find,
     halo_invocations,
     render,
+    secret_values,
     serve_config,
 )
 
@@ -119,7 +120,7 @@ def test_every_environment_variable_is_declared_and_secrets_come_from_secrets(ov
 
 def test_dev_secrets_hold_every_key_the_pods_read_or_the_reference_is_optional() -> None:
     objects = render("dev-cpu")
-    secrets = {o["metadata"]["name"]: o["stringData"] for o in objects if o["kind"] == "Secret"}
+    secrets = {o["metadata"]["name"]: secret_values(o) for o in objects if o["kind"] == "Secret"}
     for obj in (o for o in objects if o["kind"] in KUBERAY_KINDS):
         for where, c in containers(obj):
             for var in c.get("env", []):
