@@ -34,6 +34,7 @@ from rollout.tasks.base import Task
 from serve.plan_episode import Budget, ResumableEnv, outcome_error, run_plan
 from serve.plan_jobs import PLAN_CODE, PlanStore, body_fingerprint, job_id_for, last_checkpoint, new_job, step_summary
 from serve.plan_schemas import TERMINAL, public_view
+from solvers.errors import HaloError
 
 log = logging.getLogger("halo.serve")
 RUNNER_PREFIX = "halo-plan-runner"
@@ -67,7 +68,7 @@ def runner_name(app_name: str) -> str:
     return f"{RUNNER_PREFIX}-{app_name}"
 
 
-class JobRefused(Exception):
+class JobRefused(HaloError):
     """A request the runner will not take: `outcome` says why (the route maps it to a status)."""
 
     def __init__(self, outcome: str, detail: str, field_name: str | None = None) -> None:

@@ -36,77 +36,55 @@ from rollout.core.trajectory import StepRecord
 from rollout.loop.env import RefinementEnv
 from rollout.policies.rules import is_syntax_error
 from rollout.policies.scripted import DEFAULT_RULES, symptom
-from solvers.errors import InputError
+from solvers.params import SpecError, read_pairs, read_params
 
 SEARCH_KEYS = ("prior", "width", "max_calls", "value", "wall_s", "checks")
 DEPTH_BONUS = 0.3  # a node one step deeper at the same verdict goes first (the search dives)
 RANK_PENALTY = 0.5  # each rank down the prior's list costs this much priority
 
 
-class SearchSpecError(InputError, ValueError):
+class SearchSpecError(SpecError):
     """A search spec that cannot be used; the message names the parameter."""
+
+
+def _positive(value: float) -> str:
+    return "" if value > 0 else "must be more than 0"
 
 
 @dataclass(frozen=True)
 class SearchSpec:
     prior: str = "rules+scripted"
-    width: int = 3
-    max_calls: int = 16
-    wall_s: float = 300.0
-    checks: int = 2
+    width: int = field(default=3, metadata={"ge": 1})
+    max_calls: int = field(default=16, metadata={"ge": 1})
+    value: str | None = None  # a value model's directory: refused until one exists
+    wall_s: float = field(default=300.0, metadata={"check": _positive})
+    checks: int = field(default=2, metadata={"ge": 0})
 
 
 def parse_search_spec(text: str) -> SearchSpec:
-    """`prior=SPEC,width=W,max_calls=N,wall_s=S,checks=K` -> SearchSpec.
+    """`prior=SPEC,width=W,max_calls=N,wall_s=S,checks=K` -> SearchSpec, read by solvers.params.
 
     The prior is a policy spec and may hold commas of its own (`prior=scripted:noise=0.2,seed=3`):
-    a part whose key is not a search key belongs to the value before it."""
-    values: dict[str, str] = {}
-    last = ""
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, sep, value = part.partition("=")
-        key = key.strip()
-        if sep and key in SEARCH_KEYS:
-            if key in values:
-                raise SearchSpecError(f"search parameter {key!r} given twice")
-            values[key], last = value.strip(), key
-        elif last == "prior":
-            values["prior"] += "," + part
+    a pair whose key is not a search key belongs to the prior before it."""
+    pairs = read_pairs(text, spec=text, what="search", error=SearchSpecError)
+    keys = [pair.key for pair in pairs if pair.key in SEARCH_KEYS]
+    if twice := [key for key in SEARCH_KEYS if keys.count(key) > 1]:
+        raise SearchSpecError.of(text, f"{twice[0]!r} given twice", field=twice[0], known=SEARCH_KEYS, what="search")
+    prior: list[str] = []
+    own: list[str] = []
+    in_prior = False
+    for pair in pairs:
+        if pair.key == "prior" or (in_prior and pair.key not in SEARCH_KEYS):
+            prior = [pair.value] if pair.key == "prior" else [*prior, f"{pair.key}={pair.value}"]
+            in_prior = True
         else:
-            raise SearchSpecError(f"unknown search parameter {part!r}; known: {', '.join(SEARCH_KEYS)}")
-    if "value" in values:
-        raise SearchSpecError("value=DIR: no value model exists yet; search orders nodes by the verifier's verdicts")
-    return SearchSpec(prior=values.get("prior", SearchSpec.prior) or SearchSpec.prior,
-                      width=_int(values, "width", SearchSpec.width, 1),
-                      max_calls=_int(values, "max_calls", SearchSpec.max_calls, 1),
-                      wall_s=_float(values, "wall_s", SearchSpec.wall_s),
-                      checks=_int(values, "checks", SearchSpec.checks, 0))
-
-
-def _int(values: dict[str, str], key: str, default: int, low: int) -> int:
-    text = values.get(key)
-    if text is None:
-        return default
-    try:
-        out = int(text)
-    except ValueError:
-        raise SearchSpecError(f"{key}={text!r}: must be a whole number") from None
-    if out < low:
-        raise SearchSpecError(f"{key}={text!r}: must be at least {low}")
-    return out
-
-
-def _float(values: dict[str, str], key: str, default: float) -> float:
-    text = values.get(key)
-    if text is None:
-        return default
-    try:
-        out = float(text)
-    except ValueError:
-        raise SearchSpecError(f"{key}={text!r}: must be a number of seconds") from None
-    if not out > 0:
-        raise SearchSpecError(f"{key}={text!r}: must be more than 0")
-    return out
+            own.append(f"{pair.key}={pair.value}")
+            in_prior = False
+    spec = read_params(SearchSpec, ",".join(own), spec=text, what="search", error=SearchSpecError)
+    if spec.value is not None:
+        raise SearchSpecError.of(text, "value=DIR: no value model exists yet; search orders nodes by the "
+                                 "verifier's verdicts", field="value", what="search")
+    return replace(spec, prior=",".join(prior) or SearchSpec.prior)
 
 
 # ---------------------------------------------------------------------------------- the value
