@@ -16,6 +16,7 @@ BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 def _load(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[spec.name] = module  # type: ignore[union-attr]  (its dataclasses look themselves up there)
     path = list(sys.path)
     try:
         spec.loader.exec_module(module)  # type: ignore[union-attr]

@@ -3,25 +3,7 @@ cannot be computed, fails the run (hand-built figures, no long runs)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[spec.name] = module  # type: ignore[union-attr]  (its dataclasses look themselves up there)
-    path = list(sys.path)
-    try:
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-    finally:
-        sys.path[:] = path
-    return module
-
+from test_benchmark_exit_codes import _load
 
 GOOD = {"call_ratio": 1.5, "call_ratio_upper": 1.8, "greedy_success": 0.3, "search_success": 0.5,
         "success_diff": 0.2, "success_diff_se": 0.02, "success_diff_lower": 0.17, "greedy_wrong": 0.14,

@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 from serve_keys import API_KEY, STALL_KEY
+from serve_service import running_service
 from serve_synthetic import symptom_state
 
 from serve.ports import free_port
@@ -23,19 +24,12 @@ KEY_B = API_KEY
 @pytest.fixture(scope="module")
 def one_url(cluster) -> Iterator[object]:
     from serve.config import ServeConfig
-    from serve.launcher import start_service, stop_service
 
     config = ServeConfig(model=str(cluster.models.v1), port=cluster.port, fast_port=free_port(), app_name="oneurl",
                          route_prefix="/oneurl", num_replicas=2, replica_num_cpus=0, registry_name="reg-oneurl",
                          api_keys=[API_KEY, STALL_KEY], max_inflight_per_client=12, body_timeout_s=10)
-    service = start_service(config)
-    try:
+    with running_service(config) as service:
         yield service
-    finally:
-        import ray
-
-        if ray.is_initialized():  # the package's Ray may be gone already (tests/serve/conftest.py)
-            stop_service(service)
 
 
 def test_both_replicas_answer_on_the_one_url(one_url):

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from serve_keys import API_KEY
+from serve_service import running_service
 
 from serve.client import PlanClient
 
@@ -25,7 +26,6 @@ WIDE_PROBLEM = ("(define (problem wide) (:domain wide) (:objects " + " ".join(f"
 @pytest.fixture(scope="module")
 def llm_plans(cluster, tmp_path_factory) -> Iterator[object]:
     from serve.config import ServeConfig
-    from serve.launcher import start_service, stop_service
     from tests.fake_openai import FakeOpenAI
 
     with FakeOpenAI() as server:
@@ -34,14 +34,8 @@ def llm_plans(cluster, tmp_path_factory) -> Iterator[object]:
                              registry_name="reg-plansllm", api_keys=[API_KEY],
                              plan_store=str(tmp_path_factory.mktemp("plan-llm-store")),
                              plan_llm=f"openai:fake-model@{server.base_url}")
-        service = start_service(config)
-        try:
+        with running_service(config) as service:
             yield service
-        finally:
-            import ray
-
-            if ray.is_initialized():  # the package's Ray may be gone already (tests/serve/conftest.py)
-                stop_service(service)
 
 
 @pytest.mark.parametrize("domain, problem", [(NESTED, NESTED), (WIDE_DOMAIN, WIDE_PROBLEM)],
