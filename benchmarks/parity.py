@@ -35,9 +35,11 @@ ROLLOUT_PATTERNS = {
     "rollout peak RSS per worker, MB": (r"peak RSS per worker actor: ([\d.]+) MB", "lower"),
 }
 SERVE_PATTERNS = {
-    "serve fast direct p50, ms": (r"fast policy, direct ingress\s+([\d.]+)", "lower"),
-    "serve fast direct req/s": (r"  throughput\s+([\d.]+)", "higher"),
-    "serve fast proxy p50, ms": (r"fast policy via proxy \(before\)\s+([\d.]+)", "lower"),
+    # the chosen URL's row ("fast ingress" before issue 30, "the one URL" after): p50, p99, req/s
+    "serve fast chosen p50, ms": (r"fast policy, (?:fast ingress|the one URL) \(chosen\)\s+([\d.]+)", "lower"),
+    "serve fast chosen req/s": (r"fast policy, (?:fast ingress|the one URL) \(chosen\)\s+[\d.]+\s+[\d.]+\s+([\d.]+)",
+                                "higher"),
+    "serve fast proxy p50, ms": (r"fast policy via proxy\s+([\d.]+)", "lower"),
     "serve floor p50, ms": (r"floor: uvicorn \+ FastAPI no-op\s+([\d.]+)", "lower"),
 }
 
