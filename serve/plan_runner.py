@@ -30,11 +30,14 @@ import solvers
 from rollout.core.infra import infra_reason
 from rollout.core.state import EpisodeState
 from rollout.core.trajectory import EpisodeRecord, StepRecord
+from rollout.llm.backoff import RetryPolicy
 from rollout.tasks.base import Task
 from serve.plan_episode import Budget, ResumableEnv, outcome_error, run_plan
 from serve.plan_jobs import PLAN_CODE, PlanStore, body_fingerprint, job_id_for, last_checkpoint, new_job, step_summary
 from serve.plan_schemas import TERMINAL, public_view
 from solvers.errors import HaloError
+
+VERIFY_RETRY = RetryPolicy(retries=3, initial_backoff_s=0.5, max_backoff_s=4.0)
 
 log = logging.getLogger("halo.serve")
 RUNNER_PREFIX = "halo-plan-runner"
@@ -332,11 +335,11 @@ class PlanRunner:
 
     async def _store_episode(self, job: dict[str, Any], env: ResumableEnv) -> str:
         """The finished job as a feedback episode, with the service's own verdicts ("" if not stored)."""
-        from serve.feedback_verify import VerificationUnavailable, verify_episode
+        from serve.feedback_verify import VerificationUnavailable
 
         episode = self._episode(job, env)
         try:
-            check = await asyncio.to_thread(verify_episode, episode, self.settings.tasks_spec)
+            check = await self._verify(episode)
             episode = replace(episode, success_validator=check.validator, success_oracle=check.oracle,
                               code_version=check.code)
             assert self._episode_lock is not None
@@ -346,6 +349,19 @@ class PlanRunner:
             log.warning("plan job %s: episode not stored: %s", job["id"], exc)
             return ""
         return episode.episode_id
+
+    async def _verify(self, episode: EpisodeRecord) -> Any:
+        """The service's verdicts on a finished job; a validator that fails to run (a busy machine)
+        is asked again within VERIFY_RETRY before the episode is given up."""
+        from tenacity import AsyncRetrying, retry_if_exception_type
+
+        from serve.feedback_verify import VerificationUnavailable, verify_episode
+
+        async for attempt in AsyncRetrying(stop=VERIFY_RETRY.stop(), wait=VERIFY_RETRY.wait(), reraise=True,
+                                           retry=retry_if_exception_type(VerificationUnavailable)):
+            with attempt:
+                return await asyncio.to_thread(verify_episode, episode, self.settings.tasks_spec)
+        raise AssertionError("unreachable: tenacity re-raises the last failure")
 
     def _episode(self, job: dict[str, Any], env: ResumableEnv) -> EpisodeRecord:
         task = self._task_for(job["request"])
