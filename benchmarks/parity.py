@@ -34,11 +34,11 @@ ROLLOUT_PATTERNS = {
     "rollout overhead vs solver-bound": (r"solver CPU [^)]*\) -> ([\d.]+)x", "lower"),
     "rollout peak RSS per worker, MB": (r"peak RSS per worker actor: ([\d.]+) MB", "lower"),
 }
+# the chosen URL's row ("fast ingress" before issue 30, "the one URL" after): p50, p99, req/s
+CHOSEN_ROW = r"fast policy, (?:fast ingress|the one URL) \(chosen\)"
 SERVE_PATTERNS = {
-    # the chosen URL's row ("fast ingress" before issue 30, "the one URL" after): p50, p99, req/s
-    "serve fast chosen p50, ms": (r"fast policy, (?:fast ingress|the one URL) \(chosen\)\s+([\d.]+)", "lower"),
-    "serve fast chosen req/s": (r"fast policy, (?:fast ingress|the one URL) \(chosen\)\s+[\d.]+\s+[\d.]+\s+([\d.]+)",
-                                "higher"),
+    "serve fast chosen p50, ms": (CHOSEN_ROW + r"\s+([\d.]+)", "lower"),
+    "serve fast chosen req/s": (CHOSEN_ROW + r"\s+[\d.]+\s+[\d.]+\s+([\d.]+)", "higher"),
     "serve fast proxy p50, ms": (r"fast policy via proxy\s+([\d.]+)", "lower"),
     "serve floor p50, ms": (r"floor: uvicorn \+ FastAPI no-op\s+([\d.]+)", "lower"),
 }
