@@ -1,4 +1,5 @@
-"""How the suite splits across pytest-xdist workers (`-n 2 --dist loadgroup`, the README's command).
+"""How the suite splits across pytest-xdist workers (`-n 2 --dist loadgroup`, the README's command;
+without `-n` the marks change nothing but the order).
 
 A folder whose conftest holds session-wide fixtures (one Ray + Serve for tests/serve, trained
 models for tests/train, ...) runs whole on one worker, so those are built once; every other test
