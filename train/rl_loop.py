@@ -141,12 +141,14 @@ def run_rl(settings: RLSettings, init_dir: Path, out_dir: Path, log: Log = print
         log(f"iteration {iteration}/{settings.iterations}: reward {h['mean_reward']:.3f}, oracle "
             f"{h['oracle_success']:.3f}, calls {h['llm_calls']:.2f}, {int(h['episodes'])} episodes, "
             f"{int(h['infra_excluded'])} infra-excluded, {h['seconds']:.0f} s")
-    return write_artifact(out_dir, params, history, config, [t.task_id for t in train])
+    start_metrics = Manifest.load(init_dir).metrics  # e.g. majority_agent, which `halo eval` compares with
+    return write_artifact(out_dir, params, history, config, [t.task_id for t in train], start_metrics)
 
 
 def write_artifact(out_dir: Path, params: LinearWeights, history: list[dict[str, float]], config: dict,
-                   task_ids: list[str]) -> Manifest:
-    """The fast-policy artifact (weights.npz + manifest.json), its history and its curves."""
+                   task_ids: list[str], start_metrics: dict[str, float] | None = None) -> Manifest:
+    """The fast-policy artifact (weights.npz + manifest.json), its history and its curves; the
+    start's metrics are kept beside RL's (rl_*)."""
     import json
 
     from train.plot import plot_rl_curves
@@ -158,7 +160,7 @@ def write_artifact(out_dir: Path, params: LinearWeights, history: list[dict[str,
     plot_rl_curves(history, out_dir / "rl_curves.png", title=f"RL from verifier reward ({config['llm']})")
     last = history[-1] if history else {}
     version = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    metrics = {f"rl_last_{k}": float(v) for k, v in last.items() if k != "iteration"}
+    metrics = {**(start_metrics or {}), **{f"rl_last_{k}": float(v) for k, v in last.items() if k != "iteration"}}
     metrics["rl_iterations"] = float(len(history))
     metrics["rl_infra_excluded"] = float(sum(h["infra_excluded"] for h in history))
     manifest = Manifest(name=out_dir.name, version=version, policy_class=POLICY_CLASS, label_map=dict(ID_LABELS),
