@@ -61,9 +61,11 @@ class LinearWeights:
         with np.load(model_dir / WEIGHTS_FILE) as data:
             return cls(data["buckets"].astype(np.int64), data["weights"], data["bias"], int(data["n_buckets"]))
 
-    def save(self, path: Path) -> None:
-        np.savez_compressed(path, buckets=self.buckets, weights=self.weights.astype(np.float32),
-                            bias=self.bias.astype(np.float32), n_buckets=np.int64(self.n_buckets))
+    def save(self, path: Path, dtype: type = np.float32) -> None:
+        """The artifact's format (float32); checkpoints keep float64, so a resumed run continues
+        from exactly the weights it stopped at."""
+        np.savez_compressed(path, buckets=self.buckets, weights=self.weights.astype(dtype),
+                            bias=self.bias.astype(dtype), n_buckets=np.int64(self.n_buckets))
 
     def bucket_ids(self, state: EpisodeState) -> list[int]:
         return hash_features(state_features(state), self.n_buckets)
@@ -220,7 +222,7 @@ def save_checkpoint(out_dir: Path, ckpt: Checkpoint) -> Path:
     ckdir.mkdir(parents=True, exist_ok=True)
     stem = ckdir / f"iter-{ckpt.iteration:05d}"
     tmp = ckdir / f".tmp-{ckpt.iteration:05d}.npz"
-    ckpt.params.save(tmp)
+    ckpt.params.save(tmp, dtype=np.float64)
     meta = {"iteration": ckpt.iteration, "history": ckpt.history, "settings": ckpt.settings}
     tmp_meta = ckdir / f".tmp-{ckpt.iteration:05d}.json"
     tmp_meta.write_text(json.dumps(meta, indent=1))

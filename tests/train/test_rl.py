@@ -125,7 +125,7 @@ def test_checkpoints_resume_from_the_last_complete_iteration_and_refuse_other_se
     _params(9).save(tmp_path / "rl_checkpoints" / "iter-00003.npz")
     ckpt = latest_checkpoint(tmp_path, {**settings, "iterations": 10})  # more iterations: allowed
     assert ckpt is not None and ckpt.iteration == 2 and len(ckpt.history) == 2
-    np.testing.assert_allclose(ckpt.params.weights, _params(2).weights.astype(np.float32))
+    np.testing.assert_array_equal(ckpt.params.weights, _params(2).weights)  # float64: exact
     with pytest.raises(RLError, match="other settings \\(lr\\)"):
         latest_checkpoint(tmp_path, {**settings, "lr": 0.1})
     meta = json.loads((tmp_path / "rl_checkpoints" / "iter-00002.json").read_text())
