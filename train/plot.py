@@ -35,3 +35,29 @@ def plot_curves(history: dict[str, list[dict[str, Any]]], path: str | Path, titl
     fig.savefig(path, dpi=80)
     plt.close(fig)
     return path
+
+
+def plot_rl_curves(history: list[dict[str, Any]], path: str | Path, title: str = "") -> Path:
+    """Reward and success per RL iteration (train/rl_loop.py), LLM calls on the right."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    it = [h["iteration"] for h in history]
+    fig, (ax_reward, ax_calls) = plt.subplots(1, 2, figsize=(10, 4))
+    ax_reward.plot(it, [h["mean_reward"] for h in history], "o-", label="mean reward")
+    ax_reward.plot(it, [h["oracle_success"] for h in history], "s-", label="oracle success")
+    ax_reward.plot(it, [h["validator_success"] for h in history], "^-", alpha=0.6, label="validator success")
+    ax_reward.set_xlabel("iteration")
+    ax_reward.set_ylabel("per episode (sampling policy)")
+    ax_reward.legend()
+    ax_calls.plot(it, [h["llm_calls"] for h in history], "o-", color="tab:red", label="LLM calls per episode")
+    ax_calls.set_xlabel("iteration")
+    ax_calls.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path

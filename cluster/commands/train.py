@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 class Artifact:
     """What is trained from what, and where it goes."""
 
-    data: Path = option(..., "--data", help="dataset directory from `halo dataset build`")
+    data: Path | None = option(None, "--data", help="dataset directory from `halo dataset build` (not with --rl)")
     out: str = option(..., "--out", help="artifact directory, e.g. halo-data/models/NAME, or "
                                          "s3://bucket/prefix/models/NAME (staged locally, then uploaded)")
     policy_class: str = option(None, "--policy-class",
@@ -29,7 +29,8 @@ class Artifact:
                                     "default: llm when --base-model is given, else the fast policy")
     base_model: str = option(None, "--base-model", help="model directory, or 'smollm2' (llm only)")
     name: str = option("", help="model name in the manifest (default: --out's last component)")
-    init_from: str = option("", help="continue from a previous artifact (same label set)")
+    init_from: str = option("", help="continue from a previous artifact (same label set); with --rl, the "
+                                     "supervised fast policy RL starts from")
 
 
 @dataclass(kw_only=True)
@@ -68,15 +69,37 @@ class Cluster:
     address: str = option("", help="Ray address of an existing cluster ('' = start in-process)")
 
 
+@dataclass(kw_only=True)
+class Reinforce:
+    """RL from verifier reward (--rl): the fast policy from --init-from, fine-tuned on rollouts."""
+
+    rl: bool = option(False, "--rl", help="on-policy RL of the fast policy in --init-from on --tasks (docs/train.md)")
+    tasks: str = option("", "--tasks", help="training task spec for --rl, e.g. gen:DIR")
+    iterations: int = option(20, help="--rl: update steps (a rerun with the same --out resumes)")
+    tasks_per_iter: int = option(16, help="--rl: tasks drawn per iteration")
+    group: int = option(4, help="--rl: episodes per task and world seed (the baseline is their mean)")
+    price_per_call: float = option(0.02, help="--rl: reward lost per LLM call (success is worth 1)")
+    rl_lr: float = option(0.5, help="--rl: step size")
+    pull: float = option(0.05, help="--rl: L2 pull towards the --init-from weights")
+    temperature: float = option(1.0, help="--rl: of the sampling softmax during rollouts")
+    seed: int = option(0, help="--rl: draws of tasks, world seeds and the policy's samples")
+    concurrency: int = option(4, help="--rl: episodes in flight")
+    llm: str = option("sim:scale=0", help="--rl: the simulated world the episodes run in")
+
+
 def register(app: typer.Typer) -> None:
-    app.command("train")(command(train, Artifact, Model, Schedule, Cluster))
+    app.command("train")(command(train, Artifact, Model, Schedule, Cluster, Reinforce))
 
 
-def train(artifact: Artifact, model: Model, schedule: Schedule, cluster: Cluster) -> None:
+def train(artifact: Artifact, model: Model, schedule: Schedule, cluster: Cluster, reinforce: Reinforce) -> None:
     """Train a policy; print its metrics and where the artifact is."""
     from train.dataset import DatasetError
     from train.store_io import stage_output, upload_output
 
+    if reinforce.rl:
+        return _train_rl(artifact, reinforce)
+    if artifact.data is None:
+        raise typer.BadParameter("--data is required (a dataset from `halo dataset build`), or use --rl")
     policy_class = _policy_class(artifact)
     out = artifact.out
     typer.echo(_plan_line(policy_class, artifact, model, schedule, cluster), err=True)
@@ -175,3 +198,26 @@ def _train_llm(cfg: TrainConfig, address: str) -> Manifest:
     finally:
         if address:
             ray.shutdown()
+
+
+def _train_rl(artifact: Artifact, reinforce: Reinforce) -> None:
+    """`halo train --rl`: train.rl_loop.run_rl from --init-from on --tasks, resumable under --out."""
+    from solvers.errors import InputError
+    from train.manifest import ManifestError
+    from train.rl_loop import RLSettings, run_rl
+
+    if not artifact.init_from or not reinforce.tasks:
+        raise typer.BadParameter("--rl needs --init-from (a fast-policy artifact) and --tasks")
+    if artifact.out.startswith(("s3://", "s3a://")):
+        raise typer.BadParameter("--rl writes a local --out (its checkpoints live there); upload the artifact after")
+    fields = {k: v for k, v in asdict(reinforce).items() if k not in ("rl", "rl_lr")}
+    settings = RLSettings(**fields, lr=reinforce.rl_lr)
+    try:
+        manifest = run_rl(settings, Path(artifact.init_from), Path(artifact.out),
+                          log=lambda line: typer.echo(line, err=True))
+    except (InputError, ManifestError, FileNotFoundError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(f"{manifest.policy_class} model {manifest.name} {manifest.version} (RL) -> {artifact.out}")
+    for key, value in sorted(manifest.metrics.items()):
+        typer.echo(f"  {key:>28}: {value:.4g}")

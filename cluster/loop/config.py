@@ -24,6 +24,8 @@ class LoopConfigError(InputError, ValueError):
 
 
 GATE_MODES = ("sequential", "always")
+TRAIN_MODES = ("supervised", "supervised+rl")
+RL_KEYS = ("iterations", "tasks_per_iter", "group", "price_per_call", "lr", "pull", "temperature", "concurrency")
 
 
 @dataclass
@@ -76,6 +78,11 @@ class TrainSettings:
     # LLM policy class (train.trainer): base model and options passed to TrainConfig.
     base_model: str = ""
     llm_options: dict[str, Any] = field(default_factory=dict)
+    # "supervised+rl" (fast class only): after the supervised fine-tune, RL from verifier reward
+    # starts from it on the loop's `tasks` (train/rl_loop.py); `rl` holds RLSettings fields
+    # (iterations, tasks_per_iter, group, price_per_call, lr, pull, temperature, concurrency).
+    mode: str = "supervised"
+    rl: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -136,7 +143,17 @@ class LoopConfig:
             raise LoopConfigError("train.workers and train.epochs must be at least 1, train.lr positive")
         if self.policy_class == "llm" and not self.train.base_model:
             raise LoopConfigError("train.base_model: required for policy_class llm")
+        self._check_train_mode()
         return self
+
+    def _check_train_mode(self) -> None:
+        if self.train.mode not in TRAIN_MODES:
+            raise LoopConfigError(f"train.mode: {self.train.mode!r} (want {' or '.join(TRAIN_MODES)})")
+        if self.train.mode == "supervised+rl" and self.policy_class != "fast":
+            raise LoopConfigError("train.mode supervised+rl: RL fine-tunes the fast policy (policy_class fast)")
+        unknown = sorted(set(self.train.rl) - set(RL_KEYS))
+        if unknown:
+            raise LoopConfigError(f"train.rl: unknown key(s) {', '.join(unknown)} (known: {', '.join(RL_KEYS)})")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

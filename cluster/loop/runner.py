@@ -197,9 +197,15 @@ class LoopRunner:
         if self.config.policy_class == "fast":
             from train.fast_finetune import finetune_fast
 
-            manifest = finetune_fast(examples, out_dir, init_dir=init_dir, settings=self.config.train, name=name,
-                                     version=version, data_versions=data_versions,
-                                     storage_path=self._ray_train_storage(), extra=extra)
+            rl = self.config.train.mode == "supervised+rl"
+            manifest = finetune_fast(examples, out_dir.with_name(f"{version}-supervised") if rl else out_dir,
+                                     init_dir=init_dir, settings=self.config.train, name=name, version=version,
+                                     data_versions=data_versions, storage_path=self._ray_train_storage(), extra=extra)
+            if rl:
+                from cluster.loop.finetune import reinforce_fast
+
+                manifest = reinforce_fast(out_dir.with_name(f"{version}-supervised"), out_dir, self.config, cycle,
+                                          self.echo)
         else:
             manifest = self._train_llm(episodes, out_dir, init_dir, name, version, data_versions, extra)
         self._upload_model(out_dir, rel)

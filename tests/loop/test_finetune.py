@@ -70,3 +70,25 @@ def test_no_examples_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(EmptyDatasetError, match="no training examples"):
         finetune_fast([], tmp_path / "x", init_dir=None, settings=TrainSettings(), name="n", version="v",
                       data_versions=[], storage_path=tmp_path)
+
+
+def test_supervised_then_rl_mode_gates_the_rl_candidate(data) -> None:
+    """train.mode supervised+rl: RL (train/rl_loop.py) starts from this cycle's supervised
+    candidate; the candidate written (and gated) is RL's, under the supervised one's name."""
+    from cluster.loop.config import LoopConfig
+    from cluster.loop.finetune import reinforce_fast
+
+    root, examples = data
+    sup = root / "c0001-supervised"
+    finetune_fast(examples, sup, init_dir=root / "serving", settings=TrainSettings(epochs=10), name="loop-t",
+                  version="c0001", data_versions=["teacher@v1"], storage_path=root / "ray_results")
+    config = LoopConfig.from_dict({"tasks": "planbench:blocksworld:3", "llm": "sim:scale=0", "train": {
+        "mode": "supervised+rl", "rl": {"iterations": 1, "tasks_per_iter": 2, "group": 2, "concurrency": 2}}})
+    lines: list[str] = []
+    manifest = reinforce_fast(sup, root / "c0001", config, 1, lines.append)
+    assert (manifest.name, manifest.version) == ("loop-t", "c0001")
+    assert manifest.metrics["rl_iterations"] == 1 and "train_accuracy" in manifest.metrics
+    assert manifest.data_versions[0] == "teacher@v1" and any(line.startswith("  rl: iteration 1/1") for line in lines)
+    assert not (root / "c0001" / "rl_checkpoints").exists()
+    assert Manifest.load(root / "c0001").version == "c0001"
+    assert load_policy(root / "c0001", rules_first=True).decide(examples[0].state).agent_id in range(21)

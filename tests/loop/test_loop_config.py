@@ -40,6 +40,9 @@ def test_store_defaults_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
     ({"gate": {"min_effect": 0}}, "gate.min_effect"),
     ({"gate": {"mode": "yolo"}}, "gate.mode"),
     ({"train": {"epochs": 0}}, "train.workers and train.epochs"),
+    ({"train": {"mode": "rl-only"}}, "train.mode: 'rl-only'"),
+    ({"policy_class": "llm", "train": {"base_model": "m", "mode": "supervised+rl"}}, "policy_class fast"),
+    ({"train": {"mode": "supervised+rl", "rl": {"iteration": 3}}}, "train.rl: unknown key(s) iteration"),
 ])
 def test_bad_settings_are_refused(data: dict, message: str) -> None:
     with pytest.raises(LoopConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):

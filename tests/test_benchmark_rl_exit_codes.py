@@ -1,0 +1,47 @@
+"""benchmarks/rl.py: its exit code follows its printed targets (hand-built figures, no long runs)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from test_benchmark_exit_codes import _load
+
+from rollout.core.trajectory import EpisodeRecord
+
+TASKS = {"pairs": 300.0, "start_success": 0.30, "rl_success": 0.40, "success_diff": 0.10, "success_diff_se": 0.02,
+         "success_diff_lower": 0.067, "start_calls": 9.0, "rl_calls": 8.5, "call_ratio": 0.944,
+         "call_ratio_upper": 0.98}
+DOMAINS = {**TASKS, "success_diff": 0.0, "success_diff_lower": -0.015}
+
+
+def test_exit_code_follows_each_target() -> None:
+    rl = _load("rl")
+    lines, code = rl.verdict({"held_out_tasks": TASKS, "held_out_domains": DOMAINS}, dropped=0)
+    assert code == 0 and len(lines) == 3 and all(line.endswith(": met") for line in lines)
+    for name, key, value in (("held_out_tasks", "success_diff_lower", 0.049),  # +5 points is the bound's
+                             ("held_out_tasks", "call_ratio_upper", 1.001),  # more calls than the start
+                             ("held_out_domains", "success_diff_lower", -0.021),  # worse on unseen domains
+                             ("held_out_tasks", "success_diff_lower", math.nan)):  # cannot be computed
+        figures = {"held_out_tasks": TASKS, "held_out_domains": DOMAINS}
+        figures[name] = {**figures[name], key: value}
+        lines, code = rl.verdict(figures, dropped=0)
+        assert code == 1 and sum("NOT met" in line for line in lines) == 1, (name, key, value)
+    assert rl.verdict({"held_out_tasks": TASKS}, dropped=0)[1] == 1  # no held-out domain pairs
+    assert rl.verdict({"held_out_tasks": TASKS, "held_out_domains": {"pairs": 0.0}}, dropped=0)[1] == 1
+    assert rl.verdict({"held_out_tasks": TASKS, "held_out_domains": DOMAINS}, dropped=1)[1] == 1
+
+
+def test_figures_are_paired_by_task_and_seed() -> None:
+    rl = _load("rl")
+
+    def record(calls: int, oracle: bool) -> EpisodeRecord:
+        return EpisodeRecord("e", "r", "t", "f", "d", "p", "1", "sim", oracle, oracle, total_llm_calls=calls)
+
+    start = [record(10, False), record(10, True), record(8, False), record(12, True)]
+    after = [record(8, True), record(10, True), record(8, False), record(10, True)]
+    f = rl.paired_figures(start, after)
+    assert f["pairs"] == 4 and f["success_diff"] == pytest.approx(0.25)
+    assert f["success_diff_se"] == pytest.approx(0.25)  # diffs 1,0,0,0: sd 0.5 over sqrt(4)
+    assert f["call_ratio"] == pytest.approx(36 / 40)
+    assert f["success_diff_lower"] == pytest.approx(0.25 - 1.6449 * 0.25)

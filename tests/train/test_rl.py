@@ -1,0 +1,132 @@
+"""The RL update of the fast policy (train/rl.py): rewards, the group baseline, infrastructure
+exclusion, the gradient, the pull towards the supervised start, checkpoints and resuming."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from rollout.core.agent_table import NUM_AGENTS
+from rollout.core.state import EpisodeState
+from rollout.core.trajectory import EpisodeRecord, StepRecord
+from train.rl import (
+    Batch,
+    Checkpoint,
+    LinearWeights,
+    RLError,
+    Scored,
+    episode_reward,
+    group_advantages,
+    latest_checkpoint,
+    policy_gradient,
+    rl_update,
+    save_checkpoint,
+    softmax,
+)
+
+
+def _state(nl: str = "stack the red block on the blue one") -> EpisodeState:
+    return EpisodeState(task_description=nl)
+
+
+def _record(eid: str, *, oracle: bool | None, validator: bool = False, calls: int = 0, agent: int = 3,
+            decided_by: str = "model", infra: str = "", error: str = "", state: EpisodeState | None = None
+            ) -> EpisodeRecord:
+    step = StepRecord(step=0, state_json=(state or _state()).to_json(), agent_id=agent, agent_name="x",
+                      decided_by=decided_by, is_hardcoded=decided_by == "rule")
+    return EpisodeRecord(episode_id=eid, run_id="t", task_id="task", family="f", domain_name="d", policy_name="p",
+                         policy_version="0", llm_backend="sim", success_validator=validator, success_oracle=oracle,
+                         steps=[step], total_llm_calls=calls, infra_error=infra, error=error)
+
+
+def _params(seed: int = 0, n: int = 0) -> LinearWeights:
+    rng = np.random.default_rng(seed)
+    ids = sorted(set(LinearWeights(np.zeros(0, dtype=np.int64), np.zeros((0, NUM_AGENTS)), np.zeros(NUM_AGENTS))
+                     .bucket_ids(_state())))
+    buckets = np.array(ids[: n or len(ids)], dtype=np.int64)
+    return LinearWeights(buckets, rng.normal(size=(len(buckets), NUM_AGENTS)), rng.normal(size=NUM_AGENTS))
+
+
+def test_reward_is_oracle_success_minus_call_price_and_validator_without_gold():
+    assert episode_reward(_record("a", oracle=True, calls=5), 0.02) == pytest.approx(0.9)
+    assert episode_reward(_record("b", oracle=False, validator=True, calls=1), 0.1) == pytest.approx(-0.1)
+    assert episode_reward(_record("c", oracle=None, validator=True, calls=0), 0.1) == pytest.approx(1.0)
+
+
+def test_group_baseline_is_the_groups_mean_and_infra_failures_are_excluded_and_counted():
+    eps = [("g1", _record("a", oracle=True)), ("g1", _record("b", oracle=False)),
+           ("g1", _record("c", oracle=False)), ("g1", _record("i", oracle=True, infra="endpoint down")),
+           ("g2", _record("d", oracle=True, calls=10)), ("g2", _record("e", oracle=True)),
+           ("g2", _record("x", oracle=False, error="Traceback: bug")), ("g3", _record("f", oracle=True))]
+    batch = group_advantages(eps, price_per_call=0.01)
+    adv = {s.record.episode_id: s.advantage for s in batch.scored}
+    assert batch.infra_excluded == 1 and batch.broken_excluded == 1
+    assert set(adv) == {"a", "b", "c", "d", "e", "f"}  # the infra and broken episodes get no reward
+    assert adv["a"] == pytest.approx(2 / 3) and adv["b"] == pytest.approx(-1 / 3)  # mean of g1 is 1/3 (not 1/2)
+    assert adv["d"] == pytest.approx(-0.05) and adv["e"] == pytest.approx(0.05)
+    assert adv["f"] == 0.0  # alone in its group: no baseline, no signal
+    assert sum(adv.values()) == pytest.approx(0.0)
+
+
+def test_gradient_matches_finite_differences_of_the_advantage_weighted_log_likelihood():
+    params = _params(1)
+    state = _state()
+    batch = Batch([Scored(_record("a", oracle=True, agent=2, state=state), "g", 1.0, advantage=0.7),
+                   Scored(_record("b", oracle=False, agent=5, state=state), "g", 0.0, advantage=-0.4),
+                   Scored(_record("r", oracle=False, agent=9, decided_by="rule", state=state), "g", 0.0,
+                          advantage=-0.3)])  # a rule step is not the policy's: no gradient
+    temperature = 0.8
+
+    def objective(bias: np.ndarray) -> float:
+        p = LinearWeights(params.buckets, params.weights, bias, params.n_buckets)
+        logp = np.log(softmax(p.scores(p.rows(p.bucket_ids(state))) / temperature))
+        return (0.7 * logp[2] - 0.4 * logp[5]) / 3
+
+    _, _, grad_b = policy_gradient(params, batch, temperature)
+    eps = 1e-6
+    unit = np.eye(NUM_AGENTS)
+    numeric = [(objective(params.bias + eps * unit[k]) - objective(params.bias - eps * unit[k])) / (2 * eps)
+               for k in range(NUM_AGENTS)]
+    np.testing.assert_allclose(grad_b, numeric, atol=1e-6)
+
+
+def test_a_positive_advantage_makes_its_agent_likelier_and_new_buckets_get_rows():
+    params = _params(2, n=3)  # only 3 of the state's buckets have a row; the update adds the rest
+    state = _state()
+    batch = Batch([Scored(_record("a", oracle=True, agent=4, state=state), "g", 1.0, advantage=0.5)])
+    after = rl_update(params, params, batch, lr=0.5, pull=0.0, temperature=1.0)
+    p_before = softmax(params.scores(params.rows(params.bucket_ids(state))))[4]
+    p_after = softmax(after.scores(after.rows(after.bucket_ids(state))))[4]
+    assert p_after > p_before
+    assert len(after.buckets) == len(set(params.bucket_ids(state))) > 3
+
+
+def test_the_pull_draws_the_weights_back_towards_the_supervised_start():
+    start = _params(3)
+    moved = LinearWeights(start.buckets, start.weights + 1.0, start.bias - 2.0, start.n_buckets)
+    after = rl_update(moved, start, Batch(), lr=0.5, pull=0.4, temperature=1.0)  # no episodes: only the pull
+    np.testing.assert_allclose(after.weights - start.weights, 0.8 * 1.0)  # (1 - lr * pull) of the distance
+    np.testing.assert_allclose(after.bias - start.bias, 0.8 * -2.0)
+    still = rl_update(moved, start, Batch(), lr=0.5, pull=0.0, temperature=1.0)
+    np.testing.assert_allclose(still.weights, moved.weights)
+
+
+def test_checkpoints_resume_from_the_last_complete_iteration_and_refuse_other_settings(tmp_path):
+    settings = {"lr": 0.5, "iterations": 4, "pull": 0.1}
+    assert latest_checkpoint(tmp_path, settings) is None
+    for i in (1, 2):
+        p = _params(i)
+        save_checkpoint(tmp_path, Checkpoint(i, p, [{"iteration": float(i)}] * i, settings))
+    # a checkpoint killed mid-write leaves a temporary file (or weights without their .json): ignored
+    (tmp_path / "rl_checkpoints" / ".tmp-00003.npz").write_bytes(b"partial")
+    _params(9).save(tmp_path / "rl_checkpoints" / "iter-00003.npz")
+    ckpt = latest_checkpoint(tmp_path, {**settings, "iterations": 10})  # more iterations: allowed
+    assert ckpt is not None and ckpt.iteration == 2 and len(ckpt.history) == 2
+    np.testing.assert_array_equal(ckpt.params.weights, _params(2).weights)  # float64: exact
+    with pytest.raises(RLError, match="other settings \\(lr\\)"):
+        latest_checkpoint(tmp_path, {**settings, "lr": 0.1})
+    meta = json.loads((tmp_path / "rl_checkpoints" / "iter-00002.json").read_text())
+    assert meta["iteration"] == 2 and not math.isnan(meta["history"][0]["iteration"])

@@ -1,0 +1,181 @@
+"""`halo train --rl`: on-policy fine-tuning of the fast policy from rollouts (the update: train/rl.py).
+
+Each iteration draws `tasks_per_iter` training tasks, runs `group` episodes of each with one world
+seed (rollout.loop.episode.run_episode, the rules layer in front of the sampling policy, in this
+process's event loop), scores them, takes one update step and writes a checkpoint. A rerun with
+the same --out continues after the last complete iteration. The final policy is written to --out
+as a fast-policy artifact (`model:DIR` loads it), with rl_history.json and rl_curves.png.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rollout.core.trajectory import EpisodeRecord
+from rollout.tasks.base import Task
+from train.encoder import ENCODER_VERSION
+from train.fast_policy import ID_LABELS, POLICY_CLASS, WEIGHTS_FILE
+from train.manifest import Manifest
+from train.rl import (
+    HISTORY_FILE,
+    Batch,
+    Checkpoint,
+    LinearWeights,
+    RLError,
+    SampledLinearPolicy,
+    distance_to_start,
+    group_advantages,
+    latest_checkpoint,
+    rl_update,
+    save_checkpoint,
+    settings_dict,
+)
+
+Log = Callable[[str], object]
+
+
+@dataclass
+class RLSettings:
+    """One RL run's settings (the `halo train --rl` options of the same names)."""
+
+    tasks: str  # training task spec
+    iterations: int = 20
+    tasks_per_iter: int = 16
+    group: int = 4  # episodes per task and world seed: the baseline's group
+    price_per_call: float = 0.02  # reward lost per LLM call
+    lr: float = 0.5
+    pull: float = 0.05  # L2 pull towards the supervised start
+    temperature: float = 1.0  # of the sampling softmax
+    seed: int = 0
+    concurrency: int = 4
+    llm: str = "sim:scale=0"  # the simulated world the episodes run in
+
+    def check(self) -> None:
+        for name in ("iterations", "tasks_per_iter", "concurrency"):
+            if getattr(self, name) < 1:
+                raise RLError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.group < 2:
+            raise RLError("--group must be at least 2 (the baseline is the group's mean)")
+        if self.temperature <= 0 or self.lr <= 0 or self.pull < 0 or self.price_per_call < 0:
+            raise RLError("--temperature and --lr must be > 0; --pull and --price-per-call >= 0")
+
+
+def _seed(*parts: object) -> int:
+    return zlib.crc32("|".join(map(str, parts)).encode())
+
+
+async def _rollouts(tasks: list[Task], params: LinearWeights, settings: RLSettings, iteration: int
+                    ) -> list[tuple[str, EpisodeRecord]]:
+    from rollout.loop.episode import EpisodeConfig, run_episode
+    from rollout.policies.rules import RulesFirst
+    from rollout.sim.spec import sim_config_for
+
+    sim = sim_config_for(settings.llm)
+    sem = asyncio.Semaphore(settings.concurrency)
+
+    async def one(task: Task, k: int) -> tuple[str, EpisodeRecord]:
+        world_seed = _seed(settings.seed, iteration, task.task_id) % 2**31
+        policy = RulesFirst(SampledLinearPolicy(params, settings.temperature, _seed(world_seed, k),
+                                                version=f"rl-{iteration}"))
+        config = EpisodeConfig(seed=world_seed, run_id=f"rl-{iteration}", sim=sim)
+        async with sem:
+            record = await run_episode(task, policy, config, episode_id=f"rl-{iteration}-{world_seed}-{k}")
+        return f"{task.task_id}|{world_seed}", record
+
+    return list(await asyncio.gather(*(one(t, k) for t in tasks for k in range(settings.group))))
+
+
+def _iteration_tasks(train: list[Task], settings: RLSettings, iteration: int) -> list[Task]:
+    rng = random.Random(_seed(settings.seed, "tasks", iteration))
+    return rng.sample(train, min(settings.tasks_per_iter, len(train)))
+
+
+def _figures(iteration: int, batch: Batch, params: LinearWeights, start: LinearWeights, seconds: float
+             ) -> dict[str, float]:
+    scored = batch.scored
+    n = max(len(scored), 1)
+    oracle = [s.record.success_oracle for s in scored if s.record.success_oracle is not None]
+    return {"iteration": float(iteration), "episodes": float(len(scored)),
+            "infra_excluded": float(batch.infra_excluded), "broken_excluded": float(batch.broken_excluded),
+            "mean_reward": sum(s.reward for s in scored) / n,
+            "oracle_success": sum(oracle) / len(oracle) if oracle else float("nan"),
+            "validator_success": sum(s.record.success_validator for s in scored) / n,
+            "llm_calls": sum(s.record.total_llm_calls for s in scored) / n,
+            "distance_to_start": distance_to_start(params, start), "seconds": round(seconds, 2)}
+
+
+def run_rl(settings: RLSettings, init_dir: Path, out_dir: Path, log: Log = print,
+           tasks: list[Task] | None = None) -> Manifest:
+    """Run (or resume) the RL iterations on `tasks` (default: settings.tasks loaded); returns the
+    manifest of the artifact written to out_dir."""
+    from rollout.tasks.loaders import load_tasks
+
+    settings.check()
+    train = tasks if tasks is not None else load_tasks(settings.tasks)
+    if not train:
+        raise RLError(f"--tasks {settings.tasks!r}: no tasks")
+    start = LinearWeights.load(init_dir)
+    config = {**settings_dict(settings), "init_from": str(Path(init_dir).resolve()),
+              "task_ids": zlib.crc32("|".join(sorted(t.task_id for t in train)).encode())}
+    ckpt = latest_checkpoint(out_dir, config) or Checkpoint(0, start, [], config)
+    if ckpt.iteration:
+        log(f"resuming after iteration {ckpt.iteration} (from {out_dir / 'rl_checkpoints'})")
+    params, history = ckpt.params, ckpt.history
+    for iteration in range(ckpt.iteration + 1, settings.iterations + 1):
+        t0 = time.perf_counter()
+        tasks = _iteration_tasks(train, settings, iteration)
+        batch = group_advantages(asyncio.run(_rollouts(tasks, params, settings, iteration)), settings.price_per_call)
+        params = rl_update(params, start, batch, lr=settings.lr, pull=settings.pull,
+                           temperature=settings.temperature)
+        history.append(_figures(iteration, batch, params, start, time.perf_counter() - t0))
+        save_checkpoint(out_dir, Checkpoint(iteration, params, history, config))
+        h = history[-1]
+        log(f"iteration {iteration}/{settings.iterations}: reward {h['mean_reward']:.3f}, oracle "
+            f"{h['oracle_success']:.3f}, calls {h['llm_calls']:.2f}, {int(h['episodes'])} episodes, "
+            f"{int(h['infra_excluded'])} infra-excluded, {h['seconds']:.0f} s")
+    start_metrics = Manifest.load(init_dir).metrics  # e.g. majority_agent, which `halo eval` compares with
+    return write_artifact(out_dir, params, history, config, [t.task_id for t in train], start_metrics)
+
+
+def write_artifact(out_dir: Path, params: LinearWeights, history: list[dict[str, float]], config: dict,
+                   task_ids: list[str], start_metrics: dict[str, float] | None = None) -> Manifest:
+    """The fast-policy artifact (weights.npz + manifest.json), its history and its curves; the
+    start's metrics are kept beside RL's (rl_*)."""
+    import json
+
+    from train.plot import plot_rl_curves
+    from train.train_tasks import write_train_tasks
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    params.save(out_dir / WEIGHTS_FILE)
+    (out_dir / HISTORY_FILE).write_text(json.dumps(history, indent=1))
+    plot_rl_curves(history, out_dir / "rl_curves.png", title=f"RL from verifier reward ({config['llm']})")
+    last = history[-1] if history else {}
+    version = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    metrics = {**(start_metrics or {}), **{f"rl_last_{k}": float(v) for k, v in last.items() if k != "iteration"}}
+    metrics["rl_iterations"] = float(len(history))
+    metrics["rl_infra_excluded"] = float(sum(h["infra_excluded"] for h in history))
+    manifest = Manifest(name=out_dir.name, version=version, policy_class=POLICY_CLASS, label_map=dict(ID_LABELS),
+                        encoder_version=ENCODER_VERSION, data_versions=[f"rl:{config['tasks']}"], metrics=metrics,
+                        created_at=time.time(),
+                        extra={"n_buckets": params.n_buckets, "nonzero_buckets": int(np.count_nonzero(
+                            np.abs(params.weights).sum(axis=1))), "rl": config,
+                               **_feature_version()})
+    manifest.verify()
+    manifest.save(out_dir)
+    write_train_tasks(out_dir, task_ids)
+    return manifest
+
+
+def _feature_version() -> dict[str, int | str]:
+    from train.features import FEATURE_VERSION
+
+    return {"feature_version": FEATURE_VERSION}
