@@ -120,9 +120,8 @@ class PlanRunner:
 
     async def _resume_all(self) -> int:
         resumed = 0
-        for job in await asyncio.to_thread(self.store.all_jobs):
-            if job["status"] in TERMINAL:
-                continue
+        for job in await asyncio.to_thread(self.store.unfinished_jobs):  # the index: not every job ever
+            job["_indexed"] = True
             if job["status"] == "running" or job["steps"]:
                 job["resumed"] += 1
                 resumed += 1
@@ -351,17 +350,7 @@ class PlanRunner:
         return episode.episode_id
 
     async def _verify(self, episode: EpisodeRecord) -> Any:
-        """The service's verdicts on a finished job; a validator that fails to run (a busy machine)
-        is asked again within VERIFY_RETRY before the episode is given up."""
-        from tenacity import AsyncRetrying, retry_if_exception_type
-
-        from serve.feedback_verify import VerificationUnavailable, verify_episode
-
-        async for attempt in AsyncRetrying(stop=VERIFY_RETRY.stop(), wait=VERIFY_RETRY.wait(), reraise=True,
-                                           retry=retry_if_exception_type(VerificationUnavailable)):
-            with attempt:
-                return await asyncio.to_thread(verify_episode, episode, self.settings.tasks_spec)
-        raise AssertionError("unreachable: tenacity re-raises the last failure")
+        return await verify_with_retry(episode, self.settings.tasks_spec)
 
     def _episode(self, job: dict[str, Any], env: ResumableEnv) -> EpisodeRecord:
         task = self._task_for(job["request"])
@@ -415,17 +404,38 @@ class PlanRunner:
         return job if job is not None and job["owner"] == key_name else None
 
     async def _save(self, job: dict[str, Any]) -> None:
-        """Write the job document; writes of one job land in the order they were asked for."""
+        """Write the job document; writes of one job land in the order they were asked for. The
+        index of unfinished jobs names the job before its first document and drops it after its last."""
         job["updated_at"] = time.time()
         data = {k: v for k, v in job.items() if not k.startswith("_")}
-        text = json.dumps(data)
+        text, ended = json.dumps(data), job["status"] in TERMINAL
         async with self._locks.setdefault(job["id"], asyncio.Lock()):
+            if not ended and not job.get("_indexed"):
+                await asyncio.to_thread(self.store.mark_open, job["id"])
+                job["_indexed"] = True
             await asyncio.to_thread(self.store.write_raw, job["id"], text)
+            if ended:
+                await asyncio.to_thread(self.store.mark_closed, job["id"])
 
     def _notify(self, job_id: str) -> None:
         changed = self._changed.pop(job_id, None)
         if changed is not None:
             changed.set()
+
+
+async def verify_with_retry(episode: EpisodeRecord, tasks_spec: str) -> Any:
+    """The service's verdicts on a finished job (serve/feedback_verify.py); a validator that fails
+    to run (a busy machine) is asked again, VERIFY_RETRY.retries times, before the caller gives the
+    episode up (VerificationUnavailable)."""
+    from tenacity import AsyncRetrying, retry_if_exception_type
+
+    from serve.feedback_verify import VerificationUnavailable, verify_episode
+
+    async for attempt in AsyncRetrying(stop=VERIFY_RETRY.stop(), wait=VERIFY_RETRY.wait(), reraise=True,
+                                       retry=retry_if_exception_type(VerificationUnavailable)):
+        with attempt:
+            return await asyncio.to_thread(verify_episode, episode, tasks_spec)
+    raise AssertionError("unreachable: tenacity re-raises the last failure")
 
 
 def get_runner(settings: PlanSettings, namespace: str) -> Any:
