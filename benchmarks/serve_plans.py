@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -31,6 +32,7 @@ from benchmarks.http_load import Conn
 
 TASKS = [f"planbench/blocksworld/instance-{i}" for i in range(2, 10)]
 BUDGET = {"max_steps": 8, "max_llm_calls": 20, "max_usd": 1.0, "max_seconds": 600.0}
+SUBMIT_TRIES = 5
 
 
 def parse_args() -> argparse.Namespace:
@@ -42,7 +44,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--probe-gap-ms", type=float, default=20.0)
     parser.add_argument("--deadline-s", type=float, default=600.0)
     parser.add_argument("--submit-rate", type=float, default=100.0, help="job submissions per second")
-    parser.add_argument("--poll-s", type=float, default=3.0, help="how often each job is polled")
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--num-cpus", type=int, default=2)
     parser.add_argument("--plan-cpus", type=int, nargs="*", default=[],
@@ -87,7 +88,16 @@ async def probe(host: str, port: int, gap_s: float, stop: Any, out: list[float])
     return errors
 
 
+def _own_session() -> None:
+    """The benchmark's clients stand for callers on other machines: each client process starts a
+    session of its own, so that with the kernel's autogroups on, their CPU is not scheduled inside
+    the service's group (Ray's processes run in the benchmark's session) and the service's own
+    priorities (the plan runner below the replicas) are what decides."""
+    os.setsid()
+
+
 def _probe_process(host: str, port: int, gap_s: float, stop: Any, results: Any) -> None:
+    _own_session()
     out: list[float] = []
     errors = asyncio.run(probe(host, port, gap_s, stop, out))
     results.put((out, errors))
@@ -118,29 +128,43 @@ async def submit_all(client: httpx.AsyncClient, n: int, rate_per_s: float) -> tu
 
     async def one(i: int) -> httpx.Response:
         await asyncio.sleep(i / rate_per_s)
-        return await client.post("/v1/plans", json=bodies[i], headers={"Idempotency-Key": f"bench-{i}"})
+        for _ in range(SUBMIT_TRIES):  # as serve.client retries: 429/503 after Retry-After, same key
+            r = await client.post("/v1/plans", json=bodies[i], headers={"Idempotency-Key": f"bench-{i}"})
+            if r.status_code not in (429, 503):
+                break
+            await asyncio.sleep(float(r.headers.get("Retry-After", "1")))
+        return r
 
     created = await asyncio.gather(*(one(i) for i in range(n)))
     ids = [r.json()["id"] for r in created if r.status_code == 202]
     return ids, n - len(ids)
 
 
-async def follow(client: httpx.AsyncClient, ids: list[str], period_s: float, deadline: float
+async def follow(client: httpx.AsyncClient, ids: list[str], deadline: float
                  ) -> tuple[dict[str, dict[str, Any]], int]:
-    """Each job polled once per period_s, the polls spread evenly over the period (independent
-    clients, not one burst): (final jobs, 5xx answers)."""
+    """Each job followed as PlanClient.wait() follows it (its polls back off from 0.5 s to 3 s while
+    nothing changes: serve/plan_client.py next_poll_s): (final jobs, 5xx answers)."""
+    from serve.plan_client import POLL_MIN_S, next_poll_s
+
     finals: dict[str, dict[str, Any]] = {}
     server_errors = 0
-    while len(finals) < len(ids) and time.monotonic() < deadline:
-        pending = [j for j in ids if j not in finals]
-        gap = period_s / len(pending)
-        for job_id in pending:
-            t0 = time.monotonic()
+
+    async def one(job_id: str, offset_s: float) -> None:
+        nonlocal server_errors
+        await asyncio.sleep(offset_s)  # the clients did not all start in the same instant
+        seen, pause = ("", -1), POLL_MIN_S
+        while time.monotonic() < deadline:
             r = await client.get(f"/v1/plans/{job_id}")
             server_errors += r.status_code >= 500
-            if r.status_code == 200 and r.json()["status"] in ("succeeded", "failed", "cancelled"):
-                finals[job_id] = r.json()
-            await asyncio.sleep(max(0.0, gap - (time.monotonic() - t0)))
+            view = r.json() if r.status_code == 200 else {}
+            if view.get("status") in ("succeeded", "failed", "cancelled"):
+                finals[job_id] = view
+                return
+            now = (view.get("status", ""), len(view.get("steps", [])))
+            pause, seen = next_poll_s(pause, now != seen), now
+            await asyncio.sleep(pause)
+
+    await asyncio.gather(*(one(job_id, POLL_MIN_S * i / max(1, len(ids))) for i, job_id in enumerate(ids)))
     return finals, server_errors
 
 
@@ -149,19 +173,36 @@ async def run_jobs(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[s
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=httpx.Limits(max_connections=32)) as client:
         t0 = time.monotonic()
         ids, refused = await submit_all(client, args.jobs, args.submit_rate)
-        finals, server_errors = await follow(client, ids, args.poll_s, t0 + args.deadline_s)
+        finals, server_errors = await follow(client, ids, t0 + args.deadline_s)
         return finals, time.monotonic() - t0, server_errors + refused
 
 
-async def probe_for(host: str, port: int, gap_s: float, seconds: float, out: list[float]) -> int:
+def _clients_process(url: str, args: argparse.Namespace, results: Any) -> None:
+    _own_session()
+    results.put(asyncio.run(run_jobs(url, args)))
+
+
+def clients(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], float, int]:
+    """run_jobs in a process (and session) of its own, like the probe."""
+    ctx = multiprocessing.get_context("spawn")
+    results = ctx.Queue()
+    proc = ctx.Process(target=_clients_process, args=(url, args, results))
+    proc.start()
+    try:
+        return results.get(timeout=args.deadline_s + 120)  # type: ignore[no-any-return]
+    finally:
+        proc.join(timeout=30)
+
+
+def probe_for(host: str, port: int, gap_s: float, seconds: float, out: list[float]) -> int:
     prober = Prober(host, port, gap_s)
-    await asyncio.sleep(seconds)
+    time.sleep(seconds)
     samples, errors = prober.finish()
     out.extend(samples)
     return errors
 
 
-async def measure(args: argparse.Namespace, svc: Any) -> dict[str, Any]:
+def measure(args: argparse.Namespace, svc: Any) -> dict[str, Any]:
     """The baseline (half before the jobs, half after: background drift hits both sides), and the
     probe while the jobs run."""
     from urllib.parse import urlparse
@@ -169,11 +210,11 @@ async def measure(args: argparse.Namespace, svc: Any) -> dict[str, Any]:
     u = urlparse(svc.fast_url)
     host, port, gap = u.hostname or "127.0.0.1", u.port or 80, args.probe_gap_ms / 1000
     base: list[float] = []
-    errors = await probe_for(host, port, gap, args.probe_s / 2, base)
+    errors = probe_for(host, port, gap, args.probe_s / 2, base)
     prober = Prober(host, port, gap)
-    finals, seconds, server_errors = await run_jobs(svc.fast_url, args)
+    finals, seconds, server_errors = clients(svc.fast_url, args)
     during, during_errors = prober.finish()
-    errors += during_errors + await probe_for(host, port, gap, args.probe_s / 2, base)
+    errors += during_errors + probe_for(host, port, gap, args.probe_s / 2, base)
     return {"base": base, "during": during, "finals": finals, "seconds": seconds,
             "server_errors": server_errors, "probe_errors": errors}
 
@@ -222,7 +263,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="halo-bench-plans-"))
     svc = start(args, work)
     try:
-        m = asyncio.run(measure(args, svc))
+        m = measure(args, svc)
         gate = ray.get(svc.plan_runner.stats.remote(), timeout=30)
         figures, missed = report(args, m, gate)
         print_report(figures, missed)

@@ -18,6 +18,7 @@ from typing import Any
 
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from rollout.llm.budget import BudgetLimits
 from serve.config import ServeConfig
 from serve.plan_runner import JobRefused, PlanSettings, get_runner
 from serve.plan_schemas import TERMINAL, PlanIn
@@ -42,7 +43,8 @@ def plan_settings(config: ServeConfig) -> PlanSettings | None:
                         usd_per_key_per_hour=config.plan_usd_per_key_per_hour, feedback_run_id=config.plan_run_id,
                         registry_name=config.registry_name, registry_namespace=config.registry_namespace,
                         model_cache_dir=config.model_cache_dir, decision_budget_s=config.decision_budget_s,
-                        cpus=tuple(config.plan_cpus))
+                        cpus=tuple(config.plan_cpus),
+                        llm_limits=BudgetLimits(config.plan_llm_rpm, config.plan_llm_tpm, config.plan_llm_concurrency))
 
 
 def _error(status: int, kind: str, detail: str, field_name: str | None = None, retry_after: float = 0.0,

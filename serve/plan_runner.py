@@ -31,7 +31,9 @@ from rollout.core.infra import infra_reason
 from rollout.core.state import EpisodeState
 from rollout.core.trajectory import EpisodeRecord, StepRecord
 from rollout.llm.backoff import RetryPolicy
+from rollout.llm.budget import BudgetLimits
 from rollout.tasks.base import Task
+from serve.plan_budget import install_plan_budget
 from serve.plan_episode import Budget, ResumableEnv, outcome_error, run_plan
 from serve.plan_jobs import PLAN_CODE, PlanStore, body_fingerprint, job_id_for, last_checkpoint, new_job, step_summary
 from serve.plan_schemas import TERMINAL, public_view
@@ -65,6 +67,7 @@ class PlanSettings:
     registry_namespace: str = "halo"
     model_cache_dir: str = ""
     decision_budget_s: float = 0.08
+    llm_limits: BudgetLimits = BudgetLimits()  # all plan jobs' LLM calls together (serve/plan_budget.py)
 
 
 def runner_name(app_name: str) -> str:
@@ -83,12 +86,12 @@ class JobRefused(HaloError):
 class PlanRunner:
     def __init__(self, settings: PlanSettings) -> None:
         self.settings = settings
-        if settings.nice > 0:  # this actor's own process: the solvers it starts inherit it
-            os.nice(settings.nice)
-        if settings.cpus:  # inherited too
-            os.sched_setaffinity(0, set(settings.cpus))
+        # This actor's whole process (the solvers it starts inherit both).
+        confine_whole_process(settings.nice, settings.cpus)
         self.store = PlanStore(settings.store_url)
         self.incarnation = uuid.uuid4().hex[:12]
+        # Every LLM call of this process (agents, simulated world) leases from the service's budget.
+        self.gate = install_plan_budget(settings.llm_limits, settings.app_name, settings.registry_namespace)
         self.jobs: dict[str, dict[str, Any]] = {}  # unfinished jobs, and finished ones once read
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._changed: dict[str, asyncio.Event] = {}
@@ -192,11 +195,10 @@ class PlanRunner:
         return public_view(job)
 
     def stats(self) -> dict[str, Any]:
-        from rollout.llm.budget import llm_gate
-
         active = [j for j in self.jobs.values() if j["status"] not in TERMINAL]
         return {**self.counts, "active": len(active), "running": sum(j["status"] == "running" for j in active),
-                "llm_gate": llm_gate().stats.snapshot(), "incarnation": self.incarnation}
+                "llm_gate": {**self.gate.stats.snapshot(), "limited": self.gate.limited},
+                "incarnation": self.incarnation}
 
     # -- admission --------------------------------------------------------------------------------
 
@@ -421,6 +423,20 @@ class PlanRunner:
         changed = self._changed.pop(job_id, None)
         if changed is not None:
             changed.set()
+
+
+def confine_whole_process(nice: int, cpus: tuple[int, ...]) -> None:
+    """Every thread of this process at `nice` (at least) and on `cpus` (empty: unchanged). On Linux
+    both belong to a thread: os.nice() or sched_setaffinity(0, ...) in __init__ would change only
+    the thread that runs it, while the actor's event loop (every job), its to_thread workers and
+    Ray's RPC threads kept the replicas' priority and CPUs. Threads started later inherit both
+    from the thread that starts them."""
+    for tid in (int(t) for t in os.listdir("/proc/self/task")):
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            if nice > 0 and os.getpriority(os.PRIO_PROCESS, tid) < nice:
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
+            if cpus:
+                os.sched_setaffinity(tid, set(cpus))
 
 
 async def verify_with_retry(episode: EpisodeRecord, tasks_spec: str) -> Any:
