@@ -4,7 +4,11 @@ One service (2 replicas on the one URL, a plan store in a temporary directory, t
 agents sleeping their latency in real time: `sim:realtime=1`, the real planner and validator in
 the sandbox). First /v1/decide alone: a probe sends one decision every --probe-gap-ms for
 --probe-s seconds (the baseline: half before the jobs, half after). Between the two halves
---jobs plan jobs are submitted at once and followed to their end while the same probe runs.
+--jobs plan jobs are submitted at once and followed to their end while the same probe runs, each
+as PlanClient.wait() follows a job (polls backing off from 0.5 s to 3 s while nothing changes);
+submissions refused with 429/503 are retried after Retry-After with the same key, as the client
+does. The clients and the probe stand for callers on other machines: each runs in a process and
+session of its own (see _own_session).
 Reported: jobs/s (jobs over the wall time from the first submission to the last end), outcomes,
 LLM calls and dollars against the jobs' budgets, the runner's LLM gate (calls, tokens).
 Targets (95% bounds, benchmarks/bounds.py):

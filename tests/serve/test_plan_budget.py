@@ -17,15 +17,23 @@ from serve.plan_budget import budget_name, coordinator_for, install_plan_budget,
 APP, NAMESPACE = "budget-test", "halo-budget-test"
 
 
-@pytest.fixture()
-def local_ray():
-    before = llm_gate()
+@pytest.fixture(scope="module")
+def ray_cluster():
     ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False, namespace=NAMESPACE)
     try:
         yield
     finally:
-        install_gate(before)
         ray.shutdown()
+
+
+@pytest.fixture()
+def local_ray(ray_cluster: None):
+    before = llm_gate()
+    try:
+        yield
+    finally:
+        install_gate(before)
+        stop_plan_budget(APP, NAMESPACE)
 
 
 async def _calls(n: int, seconds_each: float) -> float:
