@@ -124,61 +124,61 @@ class Prober:
         return out, errors
 
 
-async def submit_all(client: httpx.AsyncClient, n: int, rate_per_s: float) -> tuple[list[str], int]:
-    """n jobs, submitted at `rate_per_s` (their clients arrive over a few seconds; every job still
-    runs alongside the others): (job IDs, failed submissions)."""
-    bodies = [{"task_description": "Arrange the blocks as the task says.", "task_id": TASKS[i % len(TASKS)],
-               "seed": i // len(TASKS), "budget": BUDGET} for i in range(n)]
-
-    async def one(i: int) -> httpx.Response:
-        await asyncio.sleep(i / rate_per_s)
-        for _ in range(SUBMIT_TRIES):  # as serve.client retries: 429/503 after Retry-After, same key
-            r = await client.post("/v1/plans", json=bodies[i], headers={"Idempotency-Key": f"bench-{i}"})
-            if r.status_code not in (429, 503):
-                break
-            await asyncio.sleep(float(r.headers.get("Retry-After", "1")))
-        return r
-
-    created = await asyncio.gather(*(one(i) for i in range(n)))
-    ids = [r.json()["id"] for r in created if r.status_code == 202]
-    return ids, n - len(ids)
+def _bodies(n: int) -> list[dict[str, Any]]:
+    return [{"task_description": "Arrange the blocks as the task says.", "task_id": TASKS[i % len(TASKS)],
+             "seed": i // len(TASKS), "budget": BUDGET} for i in range(n)]
 
 
-async def follow(client: httpx.AsyncClient, ids: list[str], deadline: float
-                 ) -> tuple[dict[str, dict[str, Any]], int]:
-    """Each job followed as PlanClient.wait() follows it (its polls back off from 0.5 s to 3 s while
-    nothing changes: serve/plan_client.py next_poll_s): (final jobs, 5xx answers)."""
+async def submit(client: httpx.AsyncClient, i: int, body: dict[str, Any], deadline: float) -> httpx.Response:
+    """One submission, retried after Retry-After on 429/503 with the same key (as serve.client does)."""
+    for _ in range(SUBMIT_TRIES):
+        r = await client.post("/v1/plans", json=body, headers={"Idempotency-Key": f"bench-{i}"})
+        if r.status_code not in (429, 503) or time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(float(r.headers.get("Retry-After", "1")))
+    return r
+
+
+async def follow(client: httpx.AsyncClient, job_id: str, deadline: float) -> tuple[dict[str, Any] | None, int]:
+    """The job followed as PlanClient.wait() follows it (its polls back off from 0.5 s to 3 s while
+    nothing changes: serve/plan_client.py next_poll_s): (the final job or None, 5xx answers)."""
     from serve.plan_client import POLL_MIN_S, next_poll_s
 
-    finals: dict[str, dict[str, Any]] = {}
-    server_errors = 0
-
-    async def one(job_id: str, offset_s: float) -> None:
-        nonlocal server_errors
-        await asyncio.sleep(offset_s)  # the clients did not all start in the same instant
-        seen, pause = ("", -1), POLL_MIN_S
-        while time.monotonic() < deadline:
-            r = await client.get(f"/v1/plans/{job_id}")
-            server_errors += r.status_code >= 500
-            view = r.json() if r.status_code == 200 else {}
-            if view.get("status") in ("succeeded", "failed", "cancelled"):
-                finals[job_id] = view
-                return
-            now = (view.get("status", ""), len(view.get("steps", [])))
-            pause, seen = next_poll_s(pause, now != seen), now
-            await asyncio.sleep(pause)
-
-    await asyncio.gather(*(one(job_id, POLL_MIN_S * i / max(1, len(ids))) for i, job_id in enumerate(ids)))
-    return finals, server_errors
+    seen, pause, server_errors = ("", -1), POLL_MIN_S, 0
+    while time.monotonic() < deadline:
+        r = await client.get(f"/v1/plans/{job_id}")
+        server_errors += r.status_code >= 500
+        view = r.json() if r.status_code == 200 else {}
+        if view.get("status") in ("succeeded", "failed", "cancelled"):
+            return view, server_errors
+        now = (view.get("status", ""), len(view.get("steps", [])))
+        pause, seen = next_poll_s(pause, now != seen), now
+        await asyncio.sleep(pause)
+    return None, server_errors
 
 
 async def run_jobs(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], float, int]:
-    """Submit the jobs, follow them to their end: (final jobs, seconds, 5xx answers + failed submissions)."""
+    """args.jobs clients, arriving at args.submit_rate a second: each submits its job and follows it
+    to its end, as PlanClient.plan() does: (final jobs, seconds, 5xx answers + failed submissions)."""
+    finals: dict[str, dict[str, Any]] = {}
+    failures = 0
+    t0 = time.monotonic()
+    deadline = t0 + args.deadline_s
+
+    async def one(client: httpx.AsyncClient, i: int, body: dict[str, Any]) -> None:
+        nonlocal failures
+        await asyncio.sleep(i / args.submit_rate)
+        r = await submit(client, i, body, deadline)
+        failures += r.status_code != 202
+        if r.status_code == 202:
+            final, errors = await follow(client, r.json()["id"], deadline)
+            failures += errors
+            if final is not None:
+                finals[final["id"]] = final
+
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=httpx.Limits(max_connections=32)) as client:
-        t0 = time.monotonic()
-        ids, refused = await submit_all(client, args.jobs, args.submit_rate)
-        finals, server_errors = await follow(client, ids, t0 + args.deadline_s)
-        return finals, time.monotonic() - t0, server_errors + refused
+        await asyncio.gather(*(one(client, i, body) for i, body in enumerate(_bodies(args.jobs))))
+    return finals, time.monotonic() - t0, failures
 
 
 def _clients_process(url: str, args: argparse.Namespace, results: Any) -> None:
