@@ -19,6 +19,9 @@ APP, NAMESPACE = "budget-test", "halo-budget-test"
 
 @pytest.fixture(scope="module")
 def ray_cluster():
+    if ray.is_initialized():  # another module's Ray (the suite's service) will do
+        yield
+        return
     ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False, namespace=NAMESPACE)
     try:
         yield
