@@ -59,7 +59,7 @@ class PlanSettings:
     feedback_run_id: str = "serve-plans"
     solver_timeout_s: float = 20.0
     solver_memory_mb: int = 1024
-    # The runner and its solver processes yield the CPU to the replicas' decisions (os.nice).
+    # The runner (every thread) and its solver processes yield the CPU to the replicas: confine_whole_process.
     nice: int = 19
     cpus: tuple[int, ...] = ()  # CPU affinity of the runner and its solvers (empty: any)
     # Where the served model version is read from (serve/plan_orchestrator.py).
