@@ -4,7 +4,11 @@ One service (2 replicas on the one URL, a plan store in a temporary directory, t
 agents sleeping their latency in real time: `sim:realtime=1`, the real planner and validator in
 the sandbox). First /v1/decide alone: a probe sends one decision every --probe-gap-ms for
 --probe-s seconds (the baseline: half before the jobs, half after). Between the two halves
---jobs plan jobs are submitted at once and followed to their end while the same probe runs.
+--jobs plan jobs are submitted at once and followed to their end while the same probe runs, each
+as PlanClient.wait() follows a job (polls backing off from 0.5 s to 3 s while nothing changes);
+submissions refused with 429/503 are retried after Retry-After with the same key, as the client
+does. The clients and the probe stand for callers on other machines: each runs in a process and
+session of its own (see _own_session).
 Reported: jobs/s (jobs over the wall time from the first submission to the last end), outcomes,
 LLM calls and dollars against the jobs' budgets, the runner's LLM gate (calls, tokens).
 Targets (95% bounds, benchmarks/bounds.py):
@@ -19,6 +23,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -31,6 +36,7 @@ from benchmarks.http_load import Conn
 
 TASKS = [f"planbench/blocksworld/instance-{i}" for i in range(2, 10)]
 BUDGET = {"max_steps": 8, "max_llm_calls": 20, "max_usd": 1.0, "max_seconds": 600.0}
+SUBMIT_TRIES = 5
 
 
 def parse_args() -> argparse.Namespace:
@@ -42,7 +48,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--probe-gap-ms", type=float, default=20.0)
     parser.add_argument("--deadline-s", type=float, default=600.0)
     parser.add_argument("--submit-rate", type=float, default=100.0, help="job submissions per second")
-    parser.add_argument("--poll-s", type=float, default=3.0, help="how often each job is polled")
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--num-cpus", type=int, default=2)
     parser.add_argument("--plan-cpus", type=int, nargs="*", default=[],
@@ -87,7 +92,16 @@ async def probe(host: str, port: int, gap_s: float, stop: Any, out: list[float])
     return errors
 
 
+def _own_session() -> None:
+    """The benchmark's clients stand for callers on other machines: each client process starts a
+    session of its own, so that with the kernel's autogroups on, their CPU is not scheduled inside
+    the service's group (Ray's processes run in the benchmark's session) and the service's own
+    priorities (the plan runner below the replicas) are what decides."""
+    os.setsid()
+
+
 def _probe_process(host: str, port: int, gap_s: float, stop: Any, results: Any) -> None:
+    _own_session()
     out: list[float] = []
     errors = asyncio.run(probe(host, port, gap_s, stop, out))
     results.put((out, errors))
@@ -110,58 +124,89 @@ class Prober:
         return out, errors
 
 
-async def submit_all(client: httpx.AsyncClient, n: int, rate_per_s: float) -> tuple[list[str], int]:
-    """n jobs, submitted at `rate_per_s` (their clients arrive over a few seconds; every job still
-    runs alongside the others): (job IDs, failed submissions)."""
-    bodies = [{"task_description": "Arrange the blocks as the task says.", "task_id": TASKS[i % len(TASKS)],
-               "seed": i // len(TASKS), "budget": BUDGET} for i in range(n)]
-
-    async def one(i: int) -> httpx.Response:
-        await asyncio.sleep(i / rate_per_s)
-        return await client.post("/v1/plans", json=bodies[i], headers={"Idempotency-Key": f"bench-{i}"})
-
-    created = await asyncio.gather(*(one(i) for i in range(n)))
-    ids = [r.json()["id"] for r in created if r.status_code == 202]
-    return ids, n - len(ids)
+def _bodies(n: int) -> list[dict[str, Any]]:
+    return [{"task_description": "Arrange the blocks as the task says.", "task_id": TASKS[i % len(TASKS)],
+             "seed": i // len(TASKS), "budget": BUDGET} for i in range(n)]
 
 
-async def follow(client: httpx.AsyncClient, ids: list[str], period_s: float, deadline: float
-                 ) -> tuple[dict[str, dict[str, Any]], int]:
-    """Each job polled once per period_s, the polls spread evenly over the period (independent
-    clients, not one burst): (final jobs, 5xx answers)."""
-    finals: dict[str, dict[str, Any]] = {}
-    server_errors = 0
-    while len(finals) < len(ids) and time.monotonic() < deadline:
-        pending = [j for j in ids if j not in finals]
-        gap = period_s / len(pending)
-        for job_id in pending:
-            t0 = time.monotonic()
-            r = await client.get(f"/v1/plans/{job_id}")
-            server_errors += r.status_code >= 500
-            if r.status_code == 200 and r.json()["status"] in ("succeeded", "failed", "cancelled"):
-                finals[job_id] = r.json()
-            await asyncio.sleep(max(0.0, gap - (time.monotonic() - t0)))
-    return finals, server_errors
+async def submit(client: httpx.AsyncClient, i: int, body: dict[str, Any], deadline: float) -> httpx.Response:
+    """One submission, retried after Retry-After on 429/503 with the same key (as serve.client does)."""
+    for _ in range(SUBMIT_TRIES):
+        r = await client.post("/v1/plans", json=body, headers={"Idempotency-Key": f"bench-{i}"})
+        if r.status_code not in (429, 503) or time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(float(r.headers.get("Retry-After", "1")))
+    return r
+
+
+async def follow(client: httpx.AsyncClient, job_id: str, deadline: float) -> tuple[dict[str, Any] | None, int]:
+    """The job followed as PlanClient.wait() follows it (its polls back off from 0.5 s to 3 s while
+    nothing changes: serve/plan_client.py next_poll_s): (the final job or None, 5xx answers)."""
+    from serve.plan_client import POLL_MIN_S, next_poll_s
+
+    seen, pause, server_errors = ("", -1), POLL_MIN_S, 0
+    while time.monotonic() < deadline:
+        r = await client.get(f"/v1/plans/{job_id}")
+        server_errors += r.status_code >= 500
+        view = r.json() if r.status_code == 200 else {}
+        if view.get("status") in ("succeeded", "failed", "cancelled"):
+            return view, server_errors
+        now = (view.get("status", ""), len(view.get("steps", [])))
+        pause, seen = next_poll_s(pause, now != seen), now
+        await asyncio.sleep(pause)
+    return None, server_errors
 
 
 async def run_jobs(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], float, int]:
-    """Submit the jobs, follow them to their end: (final jobs, seconds, 5xx answers + failed submissions)."""
+    """args.jobs clients, arriving at args.submit_rate a second: each submits its job and follows it
+    to its end, as PlanClient.plan() does: (final jobs, seconds, 5xx answers + failed submissions)."""
+    finals: dict[str, dict[str, Any]] = {}
+    failures = 0
+    t0 = time.monotonic()
+    deadline = t0 + args.deadline_s
+
+    async def one(client: httpx.AsyncClient, i: int, body: dict[str, Any]) -> None:
+        nonlocal failures
+        await asyncio.sleep(i / args.submit_rate)
+        r = await submit(client, i, body, deadline)
+        failures += r.status_code != 202
+        if r.status_code == 202:
+            final, errors = await follow(client, r.json()["id"], deadline)
+            failures += errors
+            if final is not None:
+                finals[final["id"]] = final
+
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=httpx.Limits(max_connections=32)) as client:
-        t0 = time.monotonic()
-        ids, refused = await submit_all(client, args.jobs, args.submit_rate)
-        finals, server_errors = await follow(client, ids, args.poll_s, t0 + args.deadline_s)
-        return finals, time.monotonic() - t0, server_errors + refused
+        await asyncio.gather(*(one(client, i, body) for i, body in enumerate(_bodies(args.jobs))))
+    return finals, time.monotonic() - t0, failures
 
 
-async def probe_for(host: str, port: int, gap_s: float, seconds: float, out: list[float]) -> int:
+def _clients_process(url: str, args: argparse.Namespace, results: Any) -> None:
+    _own_session()
+    results.put(asyncio.run(run_jobs(url, args)))
+
+
+def clients(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], float, int]:
+    """run_jobs in a process (and session) of its own, like the probe."""
+    ctx = multiprocessing.get_context("spawn")
+    results = ctx.Queue()
+    proc = ctx.Process(target=_clients_process, args=(url, args, results))
+    proc.start()
+    try:
+        return results.get(timeout=args.deadline_s + 120)  # type: ignore[no-any-return]
+    finally:
+        proc.join(timeout=30)
+
+
+def probe_for(host: str, port: int, gap_s: float, seconds: float, out: list[float]) -> int:
     prober = Prober(host, port, gap_s)
-    await asyncio.sleep(seconds)
+    time.sleep(seconds)
     samples, errors = prober.finish()
     out.extend(samples)
     return errors
 
 
-async def measure(args: argparse.Namespace, svc: Any) -> dict[str, Any]:
+def measure(args: argparse.Namespace, svc: Any) -> dict[str, Any]:
     """The baseline (half before the jobs, half after: background drift hits both sides), and the
     probe while the jobs run."""
     from urllib.parse import urlparse
@@ -169,11 +214,11 @@ async def measure(args: argparse.Namespace, svc: Any) -> dict[str, Any]:
     u = urlparse(svc.fast_url)
     host, port, gap = u.hostname or "127.0.0.1", u.port or 80, args.probe_gap_ms / 1000
     base: list[float] = []
-    errors = await probe_for(host, port, gap, args.probe_s / 2, base)
+    errors = probe_for(host, port, gap, args.probe_s / 2, base)
     prober = Prober(host, port, gap)
-    finals, seconds, server_errors = await run_jobs(svc.fast_url, args)
+    finals, seconds, server_errors = clients(svc.fast_url, args)
     during, during_errors = prober.finish()
-    errors += during_errors + await probe_for(host, port, gap, args.probe_s / 2, base)
+    errors += during_errors + probe_for(host, port, gap, args.probe_s / 2, base)
     return {"base": base, "during": during, "finals": finals, "seconds": seconds,
             "server_errors": server_errors, "probe_errors": errors}
 
@@ -222,7 +267,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="halo-bench-plans-"))
     svc = start(args, work)
     try:
-        m = asyncio.run(measure(args, svc))
+        m = measure(args, svc)
         gate = ray.get(svc.plan_runner.stats.remote(), timeout=30)
         figures, missed = report(args, m, gate)
         print_report(figures, missed)

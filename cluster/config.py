@@ -65,6 +65,8 @@ ENV_VARS: dict[str, EnvVar] = {v.name: v for v in (
            ("serve.config", "lib:ray")),
     EnvVar("RAY_SERVE_ENABLE_DIRECT_INGRESS", "1: decision replicas answer HTTP themselves (no proxy hop)",
            ("serve.config", "lib:ray")),
+    EnvVar("RAY_worker_niceness", "0 on the decision cluster: replicas above the plan runner's nice 19",
+           ("serve.config", "lib:ray")),
     EnvVar("RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT", "first port of the replicas' direct-ingress range",
            ("serve.app", "lib:ray")),
     EnvVar("RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT", "last port of the replicas' direct-ingress range",

@@ -28,8 +28,10 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 #   The proxy keeps serving on `port` for compatibility.
 # - User code and the router on the main event loops: one cross-thread hop less per request;
 #   safe because this service never blocks its loop (slow runtimes decide in a worker thread).
+# - Ray's workers at nice 0, not Ray's default 15: the decision replicas are Ray workers, and the
+#   plan runner's nice 19 (serve/plan_runner.py) puts it below them only if they are not at 15 too.
 SERVE_LATENCY_ENV = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0", "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
-                     "RAY_SERVE_ENABLE_DIRECT_INGRESS": "1"}
+                     "RAY_SERVE_ENABLE_DIRECT_INGRESS": "1", "RAY_worker_niceness": "0"}
 
 
 def apply_serve_latency_env() -> None:
@@ -132,6 +134,11 @@ class ServeConfig:
     # CPUs the plan runner and its solver processes may use (empty: any); on a node that also hosts
     # decision replicas, keeping them off the replicas' CPUs keeps /v1/decide's tail.
     plan_cpus: list[int] = field(default_factory=list)
+    # The plan jobs' LLM budget, for all jobs together (serve/plan_budget.py: the job-wide rate
+    # coordinator rollout workers use): requests/min, tokens/min, calls in flight; None: no limit.
+    plan_llm_rpm: float | None = None
+    plan_llm_tpm: float | None = None
+    plan_llm_concurrency: int | None = None
     # How often replicas look for a new model version and report their metrics.
     sync_interval_s: float = 0.5
     registry_name: str = "halo-model-registry"
@@ -211,6 +218,10 @@ class ServeConfig:
             raise ConfigError("plan_cpus: a list of CPU numbers")
         if self.plan_usd_per_key_per_hour < 0:
             raise ConfigError("plan_usd_per_key_per_hour must not be negative (0: no limit)")
+        for name in ("plan_llm_rpm", "plan_llm_tpm", "plan_llm_concurrency"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
+                raise ConfigError(f"{name}: a positive number, or leave it out (no limit); got {value!r}")
         from rollout.llm.spec import LLMSpec
         from rollout.sim.spec import parse_sim_spec
 

@@ -217,6 +217,10 @@ def stop_service(service: RunningService) -> None:
     if service.plan_runner is not None:  # first: its unfinished jobs resume in the next service's runner
         with contextlib.suppress(Exception):
             ray.kill(service.plan_runner)
+        with contextlib.suppress(Exception):
+            from serve.plan_budget import stop_plan_budget
+
+            stop_plan_budget(service.config.app_name, service.config.registry_namespace)
     try:
         serve.delete(service.config.app_name)
     finally:

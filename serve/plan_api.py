@@ -13,20 +13,24 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from rollout.llm.budget import BudgetLimits
 from serve.config import ServeConfig
+from serve.plan_jobs import PlanStore
 from serve.plan_runner import JobRefused, PlanSettings, get_runner
-from serve.plan_schemas import TERMINAL, PlanIn
+from serve.plan_schemas import TERMINAL, PlanIn, public_view
 
 log = logging.getLogger("halo.serve")
 # How long one runner call may take before the replica answers 503 (the runner is one actor).
 RUNNER_TIMEOUT_S = 30.0
 # A server-sent-events stream sends a comment this often while nothing happens (proxies keep it open).
 KEEPALIVE_S = 15.0
+JOB_ID = re.compile(r"plan-[0-9a-f]{24}")  # serve/plan_jobs.py job_id_for, and the runner's random IDs
 _REFUSALS = {"conflict": (409, "conflict"), "busy": (503, "overloaded"), "busy_key": (429, "too_many_jobs"),
              "over_spend": (429, "over_spending_limit"), "invalid": (422, "invalid_request")}
 
@@ -42,7 +46,8 @@ def plan_settings(config: ServeConfig) -> PlanSettings | None:
                         usd_per_key_per_hour=config.plan_usd_per_key_per_hour, feedback_run_id=config.plan_run_id,
                         registry_name=config.registry_name, registry_namespace=config.registry_namespace,
                         model_cache_dir=config.model_cache_dir, decision_budget_s=config.decision_budget_s,
-                        cpus=tuple(config.plan_cpus))
+                        cpus=tuple(config.plan_cpus),
+                        llm_limits=BudgetLimits(config.plan_llm_rpm, config.plan_llm_tpm, config.plan_llm_concurrency))
 
 
 def _error(status: int, kind: str, detail: str, field_name: str | None = None, retry_after: float = 0.0,
@@ -60,6 +65,7 @@ class PlanFrontend:
         self.config = config
         self.settings = plan_settings(config)
         self._runner: Any = None
+        self._store: PlanStore | None = None
 
     def wake(self) -> None:
         """Ask the runner to start (a fresh cluster's runner resumes unfinished jobs at once, not at
@@ -103,7 +109,23 @@ class PlanFrontend:
         return _error(status, kind, refused.detail, refused.field_name, retry, state)
 
     async def get(self, job_id: str, key_name: str, state: dict[str, Any]) -> Response:
-        return await self._job_call("job", state, job_id, key_name)
+        """The job as the store holds it: the runner writes the document at every change before it
+        tells anyone, so a poll reads it there, without a call to the runner (whose CPU, at nice 19,
+        is the jobs'); the runner is asked only when the store cannot be read."""
+        if self.settings is None:
+            return self._unavailable(state)
+        if not JOB_ID.fullmatch(job_id):
+            return _error(404, "not_found", f"no plan job {job_id[:80]!r} for this key", "id", scope_state=state)
+        try:
+            if self._store is None:
+                self._store = PlanStore(self.settings.store_url)
+            job = await asyncio.to_thread(self._store.read_job, job_id)
+        except Exception as exc:  # the store did not answer: the runner (which keeps unfinished jobs) is asked
+            log.warning("request_id=%s plan store unreadable, asking the runner: %r", state.get("request_id"), exc)
+            return await self._job_call("job", state, job_id, key_name)
+        if job is None or job.get("owner") != key_name:
+            return _error(404, "not_found", f"no plan job {job_id[:80]!r} for this key", "id", scope_state=state)
+        return JSONResponse(public_view(job))
 
     async def cancel(self, job_id: str, key_name: str, state: dict[str, Any]) -> Response:
         return await self._job_call("cancel", state, job_id, key_name)

@@ -20,6 +20,16 @@ from tenacity import Retrying
 from rollout.policies.student_client import DecisionClient, DecisionServiceError, _retry_options, _Transient
 from serve.plan_schemas import TERMINAL
 
+# wait()'s polls: every POLL_MIN_S after a change, each unchanged poll waits POLL_GROWTH times
+# longer, up to POLL_MAX_S (a job's step takes seconds: 200 waiting clients cost the service a few
+# requests a second each at most, not two).
+POLL_MIN_S, POLL_MAX_S, POLL_GROWTH = 0.5, 3.0, 1.5
+
+
+def next_poll_s(previous_s: float, changed: bool, least_s: float = POLL_MIN_S, most_s: float = POLL_MAX_S) -> float:
+    """The pause before the next poll of a job: short after a change, growing while nothing changes."""
+    return least_s if changed else min(most_s, max(least_s, previous_s * POLL_GROWTH))
+
 
 @dataclass
 class PlanJob:
@@ -84,15 +94,19 @@ class PlanClient(DecisionClient):
     def cancel(self, job_id: str) -> PlanJob:
         return PlanJob.from_json(self._request("DELETE", f"/v1/plans/{job_id}"))
 
-    def wait(self, job: PlanJob | str, *, timeout_s: float = 600.0, poll_s: float = 0.5,
-             on_progress: Callable[[PlanJob], None] | None = None) -> PlanJob:
-        """Follow the job until it ends; `on_progress(job)` on each new step or status."""
+    def wait(self, job: PlanJob | str, *, timeout_s: float = 600.0, poll_s: float = POLL_MIN_S,
+             max_poll_s: float = POLL_MAX_S, on_progress: Callable[[PlanJob], None] | None = None) -> PlanJob:
+        """Follow the job until it ends; `on_progress(job)` on each new step or status. Polls every
+        `poll_s` after a change, backing off to `max_poll_s` while nothing changes (next_poll_s)."""
         job_id = job if isinstance(job, str) else job.id
         deadline = time.monotonic() + timeout_s
         seen: tuple[str, int] = ("", -1)
+        pause = poll_s
         while True:
             current = self.job(job_id)
-            if (current.status, len(current.steps)) != seen:
+            changed = (current.status, len(current.steps)) != seen
+            pause = next_poll_s(pause, changed, poll_s, max(poll_s, max_poll_s))
+            if changed:
                 seen = (current.status, len(current.steps))
                 if on_progress is not None:
                     on_progress(current)
@@ -101,7 +115,7 @@ class PlanClient(DecisionClient):
             if time.monotonic() >= deadline:
                 raise DecisionServiceError(f"plan job {job_id} not finished after {timeout_s:g} s "
                                            f"(status {current.status}, {len(current.steps)} steps)")
-            time.sleep(poll_s)
+            time.sleep(pause)
 
     def plan(self, request: dict[str, Any], *, idempotency_key: str | None = None, timeout_s: float = 600.0,
              on_progress: Callable[[PlanJob], None] | None = None) -> PlanJob:

@@ -4,15 +4,21 @@ Layout under the store URL (beside the step table, rollout/store/trajectory_stor
 
     plans/jobs/<id>.json           the job: request, owner, status, counters, steps so far, result
     plans/steps/<id>/<n>.json      step n's record and the checkpoint after it (serve/plan_episode.py)
+    plans/open/<id>.json           the index of unfinished jobs: one small marker per job
+    plans/open-index.json          says the index is complete (a store from before it is indexed once)
 
 A step's checkpoint is written before the job document and before the next step starts; after a
-restart the runner resumes each unfinished job from its highest committed checkpoint. A finished
+restart the runner resumes each unfinished job from its highest committed checkpoint, reading only
+the jobs the index names (a store of many finished jobs starts as fast as an empty one). A job's
+marker is written before its first document and removed after its final one, so a crash between
+the two leaves a marker to a finished job, which start-up drops. A finished
 job also becomes one episode of the feedback run (`plan_feedback_run_id`) with the service's own
 verdicts (serve/feedback_verify.py), for the online loop.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -21,9 +27,13 @@ from typing import Any
 
 from rollout.core.trajectory import StepRecord
 from rollout.store import TrajectoryStore
+from rollout.store.retry import retry_call
+from serve.plan_schemas import TERMINAL
 
 JOBS_DIR = "plans/jobs"
 STEPS_DIR = "plans/steps"
+OPEN_DIR = "plans/open"
+INDEX_DONE = "plans/open-index.json"
 PLAN_CODE = "serve-plans"
 
 
@@ -68,6 +78,41 @@ class PlanStore:
 
     def all_jobs(self) -> list[dict[str, Any]]:
         return [json.loads(data) for data in self.store.blobs.read_all(JOBS_DIR, ".json")]
+
+    def mark_open(self, job_id: str) -> None:
+        """Put the job in the index of unfinished jobs (before its first document is written)."""
+        self.store.put_bytes(f"{OPEN_DIR}/{job_id}.json", json.dumps({"id": job_id}).encode())
+
+    def mark_closed(self, job_id: str) -> None:
+        """Take the job out of the index (after its final document is written); gone already is fine."""
+        path = self.store.fs_path(f"{OPEN_DIR}/{job_id}.json")
+
+        def delete() -> None:
+            with contextlib.suppress(FileNotFoundError):
+                self.store.filesystem.delete_file(path)
+
+        retry_call(delete, what=f"closing {job_id}", where=self.store.url, policy=self.store.retry)
+
+    def unfinished_jobs(self) -> list[dict[str, Any]]:
+        """The job documents the index names that have not ended (markers of ended or missing jobs
+        are dropped); a store written before the index existed is scanned and indexed once."""
+        if not self.store.exists(INDEX_DONE):
+            self._build_index()
+        jobs = []
+        for marker in self.store.blobs.read_all(OPEN_DIR, ".json"):
+            job_id = json.loads(marker)["id"]
+            job = self.read_job(job_id)
+            if job is None or job["status"] in TERMINAL:
+                self.mark_closed(job_id)
+            else:
+                jobs.append(job)
+        return jobs
+
+    def _build_index(self) -> None:
+        for job in self.all_jobs():
+            if job["status"] not in TERMINAL:
+                self.mark_open(job["id"])
+        self.store.put_bytes(INDEX_DONE, json.dumps({"built_at": time.time()}).encode())
 
     def write_step(self, job_id: str, record: StepRecord, checkpoint: dict[str, Any] | None,
                    incarnation: str = "") -> None:

@@ -31,7 +31,9 @@ from rollout.core.infra import infra_reason
 from rollout.core.state import EpisodeState
 from rollout.core.trajectory import EpisodeRecord, StepRecord
 from rollout.llm.backoff import RetryPolicy
+from rollout.llm.budget import BudgetLimits
 from rollout.tasks.base import Task
+from serve.plan_budget import install_plan_budget
 from serve.plan_episode import Budget, ResumableEnv, outcome_error, run_plan
 from serve.plan_jobs import PLAN_CODE, PlanStore, body_fingerprint, job_id_for, last_checkpoint, new_job, step_summary
 from serve.plan_schemas import TERMINAL, public_view
@@ -57,7 +59,7 @@ class PlanSettings:
     feedback_run_id: str = "serve-plans"
     solver_timeout_s: float = 20.0
     solver_memory_mb: int = 1024
-    # The runner and its solver processes yield the CPU to the replicas' decisions (os.nice).
+    # The runner (every thread) and its solver processes yield the CPU to the replicas: confine_whole_process.
     nice: int = 19
     cpus: tuple[int, ...] = ()  # CPU affinity of the runner and its solvers (empty: any)
     # Where the served model version is read from (serve/plan_orchestrator.py).
@@ -65,6 +67,7 @@ class PlanSettings:
     registry_namespace: str = "halo"
     model_cache_dir: str = ""
     decision_budget_s: float = 0.08
+    llm_limits: BudgetLimits = BudgetLimits()  # all plan jobs' LLM calls together (serve/plan_budget.py)
 
 
 def runner_name(app_name: str) -> str:
@@ -83,12 +86,12 @@ class JobRefused(HaloError):
 class PlanRunner:
     def __init__(self, settings: PlanSettings) -> None:
         self.settings = settings
-        if settings.nice > 0:  # this actor's own process: the solvers it starts inherit it
-            os.nice(settings.nice)
-        if settings.cpus:  # inherited too
-            os.sched_setaffinity(0, set(settings.cpus))
+        # This actor's whole process (the solvers it starts inherit both).
+        confine_whole_process(settings.nice, settings.cpus)
         self.store = PlanStore(settings.store_url)
         self.incarnation = uuid.uuid4().hex[:12]
+        # Every LLM call of this process (agents, simulated world) leases from the service's budget.
+        self.gate = install_plan_budget(settings.llm_limits, settings.app_name, settings.registry_namespace)
         self.jobs: dict[str, dict[str, Any]] = {}  # unfinished jobs, and finished ones once read
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._changed: dict[str, asyncio.Event] = {}
@@ -120,9 +123,8 @@ class PlanRunner:
 
     async def _resume_all(self) -> int:
         resumed = 0
-        for job in await asyncio.to_thread(self.store.all_jobs):
-            if job["status"] in TERMINAL:
-                continue
+        for job in await asyncio.to_thread(self.store.unfinished_jobs):  # the index: not every job ever
+            job["_indexed"] = True
             if job["status"] == "running" or job["steps"]:
                 job["resumed"] += 1
                 resumed += 1
@@ -193,11 +195,10 @@ class PlanRunner:
         return public_view(job)
 
     def stats(self) -> dict[str, Any]:
-        from rollout.llm.budget import llm_gate
-
         active = [j for j in self.jobs.values() if j["status"] not in TERMINAL]
         return {**self.counts, "active": len(active), "running": sum(j["status"] == "running" for j in active),
-                "llm_gate": llm_gate().stats.snapshot(), "incarnation": self.incarnation}
+                "llm_gate": {**self.gate.stats.snapshot(), "limited": self.gate.limited},
+                "incarnation": self.incarnation}
 
     # -- admission --------------------------------------------------------------------------------
 
@@ -351,17 +352,7 @@ class PlanRunner:
         return episode.episode_id
 
     async def _verify(self, episode: EpisodeRecord) -> Any:
-        """The service's verdicts on a finished job; a validator that fails to run (a busy machine)
-        is asked again within VERIFY_RETRY before the episode is given up."""
-        from tenacity import AsyncRetrying, retry_if_exception_type
-
-        from serve.feedback_verify import VerificationUnavailable, verify_episode
-
-        async for attempt in AsyncRetrying(stop=VERIFY_RETRY.stop(), wait=VERIFY_RETRY.wait(), reraise=True,
-                                           retry=retry_if_exception_type(VerificationUnavailable)):
-            with attempt:
-                return await asyncio.to_thread(verify_episode, episode, self.settings.tasks_spec)
-        raise AssertionError("unreachable: tenacity re-raises the last failure")
+        return await verify_with_retry(episode, self.settings.tasks_spec)
 
     def _episode(self, job: dict[str, Any], env: ResumableEnv) -> EpisodeRecord:
         task = self._task_for(job["request"])
@@ -415,17 +406,52 @@ class PlanRunner:
         return job if job is not None and job["owner"] == key_name else None
 
     async def _save(self, job: dict[str, Any]) -> None:
-        """Write the job document; writes of one job land in the order they were asked for."""
+        """Write the job document; writes of one job land in the order they were asked for. The
+        index of unfinished jobs names the job before its first document and drops it after its last."""
         job["updated_at"] = time.time()
         data = {k: v for k, v in job.items() if not k.startswith("_")}
-        text = json.dumps(data)
+        text, ended = json.dumps(data), job["status"] in TERMINAL
         async with self._locks.setdefault(job["id"], asyncio.Lock()):
+            if not ended and not job.get("_indexed"):
+                await asyncio.to_thread(self.store.mark_open, job["id"])
+                job["_indexed"] = True
             await asyncio.to_thread(self.store.write_raw, job["id"], text)
+            if ended:
+                await asyncio.to_thread(self.store.mark_closed, job["id"])
 
     def _notify(self, job_id: str) -> None:
         changed = self._changed.pop(job_id, None)
         if changed is not None:
             changed.set()
+
+
+def confine_whole_process(nice: int, cpus: tuple[int, ...]) -> None:
+    """Every thread of this process at `nice` (at least) and on `cpus` (empty: unchanged). On Linux
+    both belong to a thread: os.nice() or sched_setaffinity(0, ...) in __init__ would change only
+    the thread that runs it, while the actor's event loop (every job), its to_thread workers and
+    Ray's RPC threads kept the replicas' priority and CPUs. Threads started later inherit both
+    from the thread that starts them."""
+    for tid in (int(t) for t in os.listdir("/proc/self/task")):
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            if nice > 0 and os.getpriority(os.PRIO_PROCESS, tid) < nice:
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
+            if cpus:
+                os.sched_setaffinity(tid, set(cpus))
+
+
+async def verify_with_retry(episode: EpisodeRecord, tasks_spec: str) -> Any:
+    """The service's verdicts on a finished job (serve/feedback_verify.py); a validator that fails
+    to run (a busy machine) is asked again, VERIFY_RETRY.retries times, before the caller gives the
+    episode up (VerificationUnavailable)."""
+    from tenacity import AsyncRetrying, retry_if_exception_type
+
+    from serve.feedback_verify import VerificationUnavailable, verify_episode
+
+    async for attempt in AsyncRetrying(stop=VERIFY_RETRY.stop(), wait=VERIFY_RETRY.wait(), reraise=True,
+                                       retry=retry_if_exception_type(VerificationUnavailable)):
+        with attempt:
+            return await asyncio.to_thread(verify_episode, episode, tasks_spec)
+    raise AssertionError("unreachable: tenacity re-raises the last failure")
 
 
 def get_runner(settings: PlanSettings, namespace: str) -> Any:

@@ -5,9 +5,10 @@ script (stdlib only, started with `python -I -S`) so that the sandbox needs to e
 the project but this file and the planner files.
 
 At start it imports the Fast Downward translator once. Per request it makes a fresh directory,
-writes the request's files there, and forks a child which starts its own session, applies the
-rlimits, and then either runs the translator in-process and execs the `downward` search binary
-("fd" requests) or execs a given argv ("exec" requests). The worker pumps the child's output
+writes the request's files there, and forks a child which starts its own process group (not a
+session: see _autogroup_takes_nice), applies the rlimits, and then either runs the translator
+in-process and execs the `downward` search binary ("fd" requests) or execs a given argv ("exec"
+requests). The worker pumps the child's output
 (keeping only its head and tail), kills the child's process group at the wall-clock deadline,
 and, being a child subreaper, kills and reaps every process the call left behind, including
 ones that started their own session. Then it deletes the call's files and answers.
@@ -255,7 +256,7 @@ def _child(req: dict, calldir: str, out_w: int, ids: tuple[int, int] | None = No
     # write to, and so copy, every page of it.
     gc.freeze()
     try:
-        os.setsid()
+        os.setpgid(0, 0)  # the worker's group kills it; its session (no terminal) keeps its CPU share
         if req.get("confine", True):
             _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         os.chdir(calldir)
@@ -628,7 +629,32 @@ def _warm_translator(root: str) -> None:
         shutil.rmtree(warmdir, ignore_errors=True)
 
 
+def _autogroup_takes_nice(tries: int = 10) -> None:
+    """Give this worker's scheduling group the worker's nice value.
+
+    With the kernel's autogroups on (/proc/sys/kernel/sched_autogroup_enabled, the default of most
+    distributions), each session is a scheduling group weighted as nice 0 whatever the nice of its
+    processes: a worker started at nice 19 in a session of its own would take as much CPU as the
+    whole session of the service that started it (its decision replicas included). So the worker
+    sets its group's nice to its own, and its calls stay in that group (a process group, not a new
+    session). Best effort: no autogroups, or a write refused, leaves things as they were; the
+    kernel lets an unprivileged process do this ten times a second machine-wide, hence the tries."""
+    nice = os.getpriority(os.PRIO_PROCESS, 0)
+    if nice <= 0 or not os.path.exists("/proc/self/autogroup"):
+        return
+    for _ in range(tries):
+        try:
+            with open("/proc/self/autogroup", "w") as f:
+                f.write(str(nice))
+            return
+        except BlockingIOError:  # EAGAIN: another process set an autogroup's nice in the last 100 ms
+            time.sleep(0.1)
+        except OSError:
+            return
+
+
 def main() -> None:
+    _autogroup_takes_nice()
     config = json.loads(sys.argv[1])
     root = config["root"]
     proto_in, proto_out = os.dup(0), os.dup(1)

@@ -192,9 +192,12 @@ def test_loop_config_is_accepted_and_points_at_the_decision_service(overlay: str
     loop = LoopConfig.from_dict(yaml.safe_load(find(objects, "ConfigMap", "halo-loop")["data"]["loop.yaml"]))
     service = find(objects, "RayService", "halo-decide")
     url = urlparse(loop.serve_url)
-    svc_name, namespace = service["spec"]["serveService"]["metadata"]["name"], service["metadata"]["namespace"]
-    assert url.hostname == f"{svc_name}.{namespace}.svc"
-    assert url.port == cfg.PORTS["serve"]
+    # The loop calls the fast ingress (Service halo-decide-direct), not Serve's proxy Service.
+    direct = find(objects, "Service", "halo-decide-direct")
+    namespace = direct["metadata"]["namespace"]
+    assert namespace == service["metadata"]["namespace"]
+    assert url.hostname == f"{direct['metadata']['name']}.{namespace}.svc"
+    assert url.port == cfg.PORTS["serve-direct"] == direct["spec"]["ports"][0]["port"]
     assert loop.store == find(objects, "ConfigMap", "halo-config")["data"]["HALO_STORE_URL"]
     # The loop publishes each promoted model where a fresh decision-service cluster loads from.
     assert f"{loop.store}/{loop.publish_as}" == serve_config(service)["applications"][0]["args"]["model"]
