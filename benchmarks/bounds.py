@@ -3,7 +3,8 @@ is shared and one lucky run must not pass a target).
 
 - `ratio_upper`: a bootstrap upper bound of quantile(a) / quantile(b) (latency against a floor or
   a baseline), resampling both samples.
-- `mean_lower`: a one-sided Student-t lower bound of a mean (throughput over several windows).
+- `mean_lower` / `mean_upper`: one-sided Student-t bounds of a mean (throughput over several
+  windows; a stall over several rounds).
 """
 
 from __future__ import annotations
@@ -40,10 +41,21 @@ def ratio_upper(a: list[float], b: list[float], q: float, *, level: float = 0.95
     return quantile(ratios, level)
 
 
+def _t_margin(values: list[float]) -> float:
+    df = len(values) - 1
+    t = _T95[max(k for k in _T95 if k <= df)]  # the next smaller tabled df: a wider bound
+    return t * statistics.stdev(values) / math.sqrt(len(values))
+
+
 def mean_lower(values: list[float]) -> float:
     """One-sided 95% lower bound of the mean of `values` (-inf with fewer than 2)."""
     if len(values) < 2:
         return -math.inf
-    df = len(values) - 1
-    t = _T95[max(k for k in _T95 if k <= df)]  # the next smaller tabled df: a wider bound
-    return statistics.fmean(values) - t * statistics.stdev(values) / math.sqrt(len(values))
+    return statistics.fmean(values) - _t_margin(values)
+
+
+def mean_upper(values: list[float]) -> float:
+    """One-sided 95% upper bound of the mean of `values` (inf with fewer than 2)."""
+    if len(values) < 2:
+        return math.inf
+    return statistics.fmean(values) + _t_margin(values)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import httpx
 import pytest
@@ -152,7 +153,14 @@ def test_metrics_count_requests_decisions_and_errors(cluster, client):
     client.post("/v1/decide", json=rule_state("empty").to_dict())
     client.post("/v1/decide", json=symptom_state(1).to_dict())
     httpx.post(f"{cluster.url}/v1/decide", json={})  # unauthorized
+    # Any replica answers /metrics with every replica's counters as of their last sync with the
+    # registry: the one that counted a request may not have synced yet.
+    deadline = time.monotonic() + 30
     text = client.get("/metrics").text
+    counted = ('kind="unauthorized"', 'kind="invalid_request"', "AgentEmergency", 'decided_by="model"')
+    while not all(c in text for c in counted) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        text = client.get("/metrics").text
     assert 'halo_serve_decisions_total{agent_id="2",agent_name="AgentEmergency",decided_by="rule"}' in text
     assert 'decided_by="model"' in text
     assert 'halo_serve_errors_total{kind="unauthorized"}' in text

@@ -1,26 +1,29 @@
-"""Bounded cost per decision: a crafted 0.5 MB state holds the replica's event loop for at most
-100 ms (its features are capped and time-budgeted, and it is read off the loop), and while one key
-sends such states as fast as it can, another key's p99 stays within 2x of its p99 without them
-(the cost limiter charges each key the work it causes). Both measured on one replica of a real
-Serve application, the hostile client in its own process, the quiet and loud phases interleaved."""
+"""Bounded cost per decision. A state large enough to be costly to read decides in a worker thread,
+so the replica's event loop keeps serving (checked on the served model itself, with a decision held
+open); while one key sends crafted 0.5 MB states as fast as it can, the cost limiter charges that key
+(it is both served and refused) and another key's requests are all answered, on one replica of a
+real Serve application with the hostile client in its own process. How long the loop stalls and how
+much the other key's tail grows are measured by benchmarks/decision_cost.py, not asserted here."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
-from heavy_states import heavy_state
+
+from benchmarks.heavy_states import heavy_state
+from rollout.core.state import EpisodeState
 
 LIGHT_KEY = "light=light-key-0123456789"
 HEAVY_KEY = "heavy=heavy-key-0123456789"
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -44,101 +47,79 @@ def _light_state(i: int) -> dict:
     return symptom_state(i % 4).to_dict()
 
 
-def _probe_gaps(url: str, done: threading.Event, gaps: list[float]) -> None:
-    """Time /healthz answers (served on the same event loop as /v1/decide) until `done`."""
-    with httpx.Client(timeout=30) as client:
-        while not done.is_set():
-            t0 = time.perf_counter()
-            client.get(f"{url}/healthz")
-            gaps.append(time.perf_counter() - t0)
-            time.sleep(0.002)
+def _served_model_with_a_held_decision(tmp_path: Path, gate: threading.Event) -> tuple[object, list[str]]:
+    from serve_synthetic import MAP_V1, train_version
+
+    from serve.app import _ServedModel
+    from serve.runtime import load_model
+
+    train_version(tmp_path / "m", MAP_V1, "v1")
+    model = load_model(str(tmp_path / "m"), runtime="cpu")
+    threads: list[str] = []
+    decide = model.decide_batch
+
+    def held(states):  # the real decision, held open until the test lets it finish
+        threads.append(threading.current_thread().name)
+        if states[0].planner_log:
+            gate.wait(timeout=5)
+        return decide(states)
+
+    model.decide_batch = held
+    return _ServedModel(lambda: model, None, None), threads  # type: ignore[arg-type]
 
 
-def _worst_gap_while(url: str, work: Callable[[], None]) -> tuple[float, int]:
-    gaps: list[float] = []
-    done = threading.Event()
-    thread = threading.Thread(target=_probe_gaps, args=(url, done, gaps))
-    thread.start()
-    time.sleep(0.3)
-    try:
-        work()
-    finally:
-        done.set()
-        thread.join()
-    return max(gaps), len(gaps)
+def test_a_half_megabyte_state_decides_off_the_event_loop(tmp_path):
+    gate = threading.Event()
+    served, threads = _served_model_with_a_held_decision(tmp_path, gate)
+    heavy = EpisodeState.from_dict(heavy_state())
+    light = EpisodeState.from_dict({**heavy_state(), "domain": "", "problem": "", "planner_log": "",
+                                    "validator_errors": "", "task_description": "stack the blocks"})
+
+    async def run() -> tuple[int, str, str]:
+        pending = asyncio.ensure_future(served.adecide(heavy))
+        for _ in range(3000):  # until the held decision has started in its thread
+            if threads:
+                break
+            await asyncio.sleep(0.01)
+        ticks = 0
+        for _ in range(5):  # the loop goes on while that decision is held
+            await asyncio.sleep(0)
+            ticks += 1
+        light_answer = await served.adecide(light)  # small states still decide inline, on the loop
+        assert not pending.done()
+        gate.set()
+        heavy_answer = await pending
+        return ticks, light_answer.agent_name, heavy_answer.agent_name
+
+    loop_thread = threading.current_thread().name
+    ticks, light_name, heavy_name = asyncio.run(run())
+    assert ticks == 5 and light_name and heavy_name
+    assert threads[0] != loop_thread and threads[1] == loop_thread, threads
 
 
-def test_a_half_megabyte_decide_holds_the_event_loop_at_most_100_ms(costly):
-    """The event loop's longest stall while 0.5 MB states are decided is at most 100 ms more than its
-    longest stall with no decide at all, measured in the same test (a loaded machine stalls both)."""
-    url = costly.direct_url
-    base = heavy_state()
-    heavy = [json.dumps({**base, "domain": base["domain"].replace("heavy", f"heavy-loop-{i}")}).encode()
-             for i in range(6)]
-    headers = {"Authorization": f"Bearer {_token(HEAVY_KEY)}", "content-type": "application/json"}
-    answers, seconds = [], []
-    with httpx.Client(timeout=60) as client:
-        answers.append(client.post(f"{url}/v1/decide", content=heavy[0], headers=headers))  # warm the path
-
-        def decide_heavy() -> None:
-            for body in heavy[1:]:
-                t0 = time.perf_counter()
-                answers.append(client.post(f"{url}/v1/decide", content=body, headers=headers))
-                seconds.append(time.perf_counter() - t0)
-
-        idle_worst, _ = _worst_gap_while(url, lambda: time.sleep(1.0))
-        worst, probes = _worst_gap_while(url, decide_heavy)
-    assert len(heavy[0]) >= 500_000
-    assert [a.status_code for a in answers] == [200] * len(heavy), answers[0].text
-    print(f"\n0.5 MB decides: {', '.join(f'{s * 1000:.0f}' for s in seconds)} ms; the event loop's longest "
-          f"answer to a probe meanwhile: {worst * 1000:.1f} ms over {probes} probes (idle: {idle_worst * 1000:.1f} ms)")
-    assert worst <= idle_worst + 0.100
-
-
-def _light_latencies(url: str, n: int, offset: int) -> list[float]:
+def _light_answers(url: str, n: int) -> list[int]:
     headers = {"Authorization": f"Bearer {_token(LIGHT_KEY)}"}
-    out = []
     with httpx.Client(timeout=30) as client:
-        for i in range(n):
-            body = _light_state(offset + i)
-            t0 = time.perf_counter()
-            r = client.post(f"{url}/v1/decide", json=body, headers=headers)
-            out.append(time.perf_counter() - t0)
-            assert r.status_code == 200, r.text
-            time.sleep(0.003)
-    return out
+        return [client.post(f"{url}/v1/decide", json=_light_state(i), headers=headers).status_code
+                for i in range(n)]
 
 
-def _p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
-
-
-def test_another_keys_p99_stays_within_2x_while_one_key_sends_heavy_states(costly, tmp_path):
+def test_a_heavy_key_is_charged_for_its_states_and_another_key_is_still_answered(costly, tmp_path):
     url = costly.direct_url
     flag, stop = tmp_path / "heavy-on", tmp_path / "stop"
-    sender = subprocess.Popen([sys.executable, str(HERE / "heavy_sender.py"), url, _token(HEAVY_KEY), str(flag),
-                               str(stop)], stdout=subprocess.PIPE, text=True)
-    quiet: list[float] = []
-    loud: list[float] = []
+    sender = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "heavy_sender.py"), url,
+                               _token(HEAVY_KEY), str(flag), str(stop)], stdout=subprocess.PIPE, text=True)
     try:
-        _light_latencies(url, 50, 0)  # warm-up
+        assert set(_light_answers(url, 20)) == {200}
         time.sleep(3.0)  # the sender has prepared its bodies
-        for block in range(6):  # interleaved, so machine noise lands on both phases alike
-            quiet += _light_latencies(url, 100, block)
-            flag.touch()
-            time.sleep(0.5)
-            loud += _light_latencies(url, 100, block)
-            flag.unlink()
-            time.sleep(0.3)
+        flag.touch()
+        time.sleep(1.0)
+        during = _light_answers(url, 150)
     finally:
         flag.unlink(missing_ok=True)
         stop.touch()
         out, _ = sender.communicate(timeout=120)
     codes = json.loads(out.strip().splitlines()[-1])
-    p99_quiet, p99_loud = _p99(quiet), _p99(loud)
-    print(f"\nlight key p99 {p99_quiet * 1000:.2f} ms quiet, {p99_loud * 1000:.2f} ms while the heavy key sent "
-          f"(its answers: {codes}); ratio {p99_loud / p99_quiet:.2f}")
-    assert codes.get("200", 0) >= 1  # the heavy key was served, within its budget ...
-    assert codes.get("429", 0) >= 1  # ... and refused past it
-    assert p99_loud <= 2.0 * p99_quiet
+    assert codes.get("200", 0) >= 1, codes  # the heavy key was served, within its budget ...
+    assert codes.get("429", 0) >= 1, codes  # ... and refused past it
+    assert set(during) == {200}, during  # the other key was never charged for the heavy key's work

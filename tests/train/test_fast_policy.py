@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import json
-import time
 
+import numpy as np
 import pytest
 from synthetic import SYMPTOMS, synthetic_episodes
 
@@ -35,17 +35,22 @@ def test_trains_loads_and_beats_majority(tmp_path):
     assert wrapped.decide(EpisodeState(task_description="x")).agent_id == 2  # empty domain: rule
 
 
-def test_decides_well_under_10ms(tmp_path):
+def test_a_state_past_the_feature_caps_decides_as_its_capped_copy(tmp_path):
+    """What a decision reads is capped (train/features.py), so its cost is bounded by the caps, not
+    by the body; the latency itself is measured by benchmarks/serve.py and benchmarks/decision_cost.py."""
+    from train.features import MAX_TASK_CHARS
+
     train_fast_policy(synthetic_episodes(n_tasks=30, seed=2), tmp_path / "fast")
     policy = load_policy(tmp_path / "fast")
-    state = EpisodeState(task_description="t " * 2000, domain="(define (domain d))", validator_errors="err " * 500,
-                         error_category="plan_invalid", history=list(range(10)))
-    policy.decide(state)
-    t0 = time.perf_counter()
-    for _ in range(200):
-        policy.decide(state)
-    per_ms = (time.perf_counter() - t0) * 1000 / 200
-    assert per_ms < 10, per_ms
+    goal = " the goal: stack b on a."
+    capped = EpisodeState(task_description=("t " * MAX_TASK_CHARS)[-(MAX_TASK_CHARS - len(goal)):] + goal,
+                          domain="(define (domain d))", validator_errors="err " * 500,
+                          error_category="plan_invalid", history=list(range(10)))
+    huge = EpisodeState.from_dict({**capped.to_dict(), "task_description": "t " * 200_000 + goal})
+    assert len(huge.task_description) > 20 * MAX_TASK_CHARS
+    assert policy.decide(huge).agent_id == policy.decide(capped).agent_id
+    assert np.array_equal(policy.scores(huge), policy.scores(capped))
+
 
 
 def test_empty_dataset_stops_clearly(tmp_path):

@@ -2,7 +2,7 @@
 PDDL the replica has not seen, so no cache helps) to URL/v1/decide with KEY, two at a time; prints
 how many were answered and how many refused when FLAG is removed and STOP appears.
 
-Usage: python heavy_sender.py URL KEY FLAG STOP
+Usage: python benchmarks/heavy_sender.py URL KEY FLAG STOP
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).parent))
-from heavy_states import heavy_state  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.heavy_states import heavy_state  # noqa: E402
 
 
 def bodies(tag: str, n: int) -> list[bytes]:
