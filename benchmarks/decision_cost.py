@@ -35,12 +35,8 @@ from benchmarks.bounds import mean_upper, quantile, ratio_upper  # noqa: E402
 from benchmarks.heavy_states import heavy_state  # noqa: E402
 from benchmarks.serve import model_state, training_episodes  # noqa: E402
 
-LIGHT_KEY = "light=light-key-0123456789"
-HEAVY_KEY = "heavy=heavy-key-0123456789"
-
-
-def token(key: str) -> str:
-    return key.split("=", 1)[1]
+LIGHT_NAME, LIGHT_TOKEN = "light", "light-key-0123456789"
+HEAVY_NAME, HEAVY_TOKEN = "heavy", "heavy-key-0123456789"
 
 
 def worst_probe_while(url: str, work: Callable[[], None]) -> float:
@@ -70,7 +66,7 @@ def worst_probe_while(url: str, work: Callable[[], None]) -> float:
 def stall_rounds(url: str, rounds: int) -> list[float]:
     """Per round: worst probe during five 0.5 MB decides minus worst probe while idle (seconds)."""
     base = heavy_state()
-    headers = {"Authorization": f"Bearer {token(HEAVY_KEY)}", "content-type": "application/json"}
+    headers = {"Authorization": f"Bearer {HEAVY_TOKEN}", "content-type": "application/json"}
     out = []
     with httpx.Client(timeout=60) as client:
         for r in range(rounds):
@@ -90,7 +86,7 @@ def stall_rounds(url: str, rounds: int) -> list[float]:
 
 
 def light_latencies(client: httpx.Client, url: str, n: int, offset: int) -> list[float]:
-    headers = {"Authorization": f"Bearer {token(LIGHT_KEY)}"}
+    headers = {"Authorization": f"Bearer {LIGHT_TOKEN}"}
     out = []
     for i in range(n):
         t0 = time.perf_counter()
@@ -104,7 +100,7 @@ def light_latencies(client: httpx.Client, url: str, n: int, offset: int) -> list
 
 def quiet_and_loud(url: str, blocks: int, work: Path) -> tuple[list[float], list[float], dict[str, int]]:
     flag, stop = work / "heavy-on", work / "stop"
-    sender = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "heavy_sender.py"), url, token(HEAVY_KEY),
+    sender = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "heavy_sender.py"), url, HEAVY_TOKEN,
                                str(flag), str(stop)], stdout=subprocess.PIPE, text=True)
     quiet: list[float] = []
     loud: list[float] = []
@@ -135,7 +131,8 @@ def start(work: Path) -> object:
     train_fast_policy(training_episodes(), work / "fast", name="bench-cost")
     cfg = ServeConfig(model=str(work / "fast"), port=free_port(), app_name="costly", route_prefix="/costly",
                       num_replicas=1, replica_num_cpus=0, registry_name="reg-costly",
-                      api_keys=[LIGHT_KEY, HEAVY_KEY], max_body_bytes=1_048_576, max_inflight_per_client=4,
+                      api_keys=[f"{LIGHT_NAME}={LIGHT_TOKEN}", f"{HEAVY_NAME}={HEAVY_TOKEN}"],
+                      max_body_bytes=1_048_576, max_inflight_per_client=4,
                       fast_port=free_port())
     return start_service(cfg, num_cpus=2)
 
