@@ -70,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cross-domain-seeds", type=int, default=2, help="episodes per task in the cross-domain table")
     ap.add_argument("--progress-only", action="store_true",
                     help="train the main fast policy with the step-level verifier filter (ablated either way)")
+    ap.add_argument("--hindsight", action="store_true",
+                    help="train the main fast policy on hindsight-relabelled steps (ablated either way)")
+    ap.add_argument("--max-tries", type=int, default=0,
+                    help="the fast policy's repeat limit: an agent run this often in an episode is not chosen "
+                         "again (0: none; ablated either way)")
     ap.add_argument("--usd-per-hour", type=float, default=1.2, help="hardware price of the trained policy")
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--llm-policy", action="store_true", help="also train and evaluate the SmolLM2 LoRA policy")
@@ -83,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
                          "paper's size; --quick 2; 0: none)")
     ap.add_argument("--no-stronger", action="store_true", help="leave out the stronger prompted teacher row")
     ap.add_argument("--no-vanilla", action="store_true", help="leave out the vanilla-LLM (no PDDL) row")
+    ap.add_argument("--no-dynamic", action="store_true", help="leave out the dynamic-agent row")
     ap.add_argument("--no-ablations", action="store_true")
     ap.add_argument("--no-cross-domain", action="store_true")
     ap.add_argument("--out", default="", help="output directory (default: a temporary one)")
@@ -104,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         holdout += ("generated/hanoi", "generated/childsnack")  # the same domains, generated, stay out too
     cfg = PipelineConfig(
         out=out, tasks=tasks, stronger="" if args.no_stronger else "teacher:model=sim,profile=stronger",
-        vanilla=not args.no_vanilla, holdout_domains=holdout,
+        vanilla=not args.no_vanilla, dynamic_ablation=not args.no_dynamic, holdout_domains=holdout,
+        hindsight=args.hindsight, max_tries=args.max_tries,
         teacher=args.teacher, baseline=args.baseline, train_seeds=args.train_seeds or (2 if args.quick else 6),
         eval_seeds=args.eval_seeds or (1 if args.quick else 6),
         cross_domain_seeds=args.cross_domain_seeds, progress_only=args.progress_only,
@@ -163,6 +170,7 @@ def run_family(cfg, n: int, seed: int, *, as_json: bool) -> int:  # noqa: ANN001
             print(f"error: {exc}", file=sys.stderr)
             return 2
         rows.append(world_row(world.name, world.hash, result))
+        print(format_family(rows[-1:]), flush=True)  # each world's row as soon as it is measured
     print("\nSIMULATED (llm_backend=sim): the comparison in each world of the family\n")
     print(format_family(rows))
     shares = family_shares(rows)

@@ -41,6 +41,7 @@ class BuildConfig:
     prefer_cheap: bool = False
     drop_idle: bool = False  # drop steps whose agent changed nothing (train/examples.idle_step)
     progress_only: bool = False  # keep only steps after which the validator shows progress (progress_step)
+    hindsight: bool = False  # relabel a step without progress with the agent that later made it (hindsight_labels)
     augment_copies: int = 1  # verdict-preserving variants per accepted episode (0: none)
     verify_augment: bool = True  # re-run the validator on each variant's final plan
     paraphrase: bool = False
@@ -131,7 +132,8 @@ def build_examples(episodes: list[EpisodeRecord], config: BuildConfig,
     infra = sum(is_infra_failure(e) for e in episodes)  # a dependency failed: not the policy's doing
     episodes = [e for e in episodes if not is_infra_failure(e)]
     examples = select_examples(episodes, config.check, counts, prefer_cheap=config.prefer_cheap,
-                               drop_idle=config.drop_idle, progress_only=config.progress_only)
+                               drop_idle=config.drop_idle, progress_only=config.progress_only,
+                               hindsight=config.hindsight)
     stages = {"episodes read": counts.episodes_in + infra, "infrastructure failures dropped": infra,
               f"episodes accepted ({config.check})": counts.episodes_accepted,
               "costly episodes dropped (prefer_cheap)": counts.episodes_costly,
@@ -139,6 +141,8 @@ def build_examples(episodes: list[EpisodeRecord], config: BuildConfig,
               "rule steps dropped": counts.steps_hardcoded,
               "idle steps dropped (drop_idle)": counts.steps_idle,
               "steps without verifier progress dropped (progress_only)": counts.steps_no_progress,
+              "steps relabelled by hindsight (hindsight)": counts.steps_relabelled,
+              "steps without a later repair dropped (hindsight)": counts.steps_unrepaired,
               "duplicates dropped": counts.duplicates_dropped, "examples kept": counts.steps_kept}
     if not examples:
         return [], stages

@@ -55,6 +55,8 @@ class FilterCounts:
     steps_hardcoded: int = 0
     steps_idle: int = 0
     steps_no_progress: int = 0
+    steps_relabelled: int = 0
+    steps_unrepaired: int = 0
     steps_off_path: int = 0
     steps_kept: int = 0
     duplicates_dropped: int = 0
@@ -120,6 +122,29 @@ def progress_step(ep: EpisodeRecord, index: int) -> bool:
     return _verdict(ep.steps[index + 1].state_json) != _verdict(st.state_json)
 
 
+def hindsight_labels(ep: EpisodeRecord) -> dict[int, int]:
+    """Hindsight relabelling from the verifier: for a model step after which the validator shows no
+    progress (`progress_step` false), the agent of the first later model step, in the same verdict
+    (the validator's verdict unchanged in between), after which it does show progress. So a wasted
+    decision is labelled with the agent that did move the episode from that same situation.
+    Steps after which no later step made progress from that verdict map to -1 (no useful label).
+    Read from the record: the validator's and parser's verdicts, no hidden knowledge."""
+    labels: dict[int, int] = {}
+    for i, st in enumerate(ep.steps):
+        if st.is_hardcoded or progress_step(ep, i):
+            continue
+        verdict, label = _verdict(st.state_json), -1
+        for j in range(i + 1, len(ep.steps)):
+            later = ep.steps[j]
+            if _verdict(later.state_json) != verdict:
+                break
+            if not later.is_hardcoded and progress_step(ep, j) and 0 <= later.agent_id < NUM_AGENTS:
+                label = later.agent_id
+                break
+        labels[i] = label
+    return labels
+
+
 def chosen_path(ep: EpisodeRecord, counts: FilterCounts) -> EpisodeRecord:
     """The episode with only its chosen path's steps (all of a plain episode's; a search episode's
     explored branches dropped and counted). Records older than search trees read on_path=True."""
@@ -132,13 +157,16 @@ def chosen_path(ep: EpisodeRecord, counts: FilterCounts) -> EpisodeRecord:
 
 def select_examples(episodes: Iterable[EpisodeRecord], check: str = "validator",
                     counts: FilterCounts | None = None, *, prefer_cheap: bool = False,
-                    drop_idle: bool = False, progress_only: bool = False) -> list[Example]:
+                    drop_idle: bool = False, progress_only: bool = False,
+                    hindsight: bool = False) -> list[Example]:
     """Examples from accepted episodes. `prefer_cheap` also drops, per task, the accepted episodes
     that needed more LLM calls than that task's median: the student then imitates the teacher's
     efficient successes rather than its detours. `drop_idle` drops the steps whose agent changed
     nothing (`idle_step`), so the labels are the decisions that moved the episode.
     `progress_only` (the step-level verifier filter) keeps only steps after which the validator
-    shows progress (`progress_step`)."""
+    shows progress (`progress_step`). `hindsight` relabels a step without progress with the agent
+    that later made progress from the same verdict (`hindsight_labels`) and drops the step when none
+    did; it replaces `drop_idle` and `progress_only` for those steps."""
     counts = counts if counts is not None else FilterCounts()
     seen: set[str] = set()
     out: list[Example] = []
@@ -153,25 +181,32 @@ def select_examples(episodes: Iterable[EpisodeRecord], check: str = "validator",
             counts.episodes_costly += 1
             continue
         ep = chosen_path(ep, counts)
+        relabel = hindsight_labels(ep) if hindsight else {}
         for index, st in enumerate(ep.steps):
             if st.is_hardcoded:
                 counts.steps_hardcoded += 1
                 continue
             if not 0 <= st.agent_id < NUM_AGENTS:
                 continue  # the dynamic agent is outside the model's vocabulary
-            if drop_idle and idle_step(st):
+            agent = relabel.get(index, st.agent_id)
+            if agent < 0:
+                counts.steps_unrepaired += 1
+                continue
+            counts.steps_relabelled += agent != st.agent_id
+            if agent == st.agent_id and drop_idle and idle_step(st):
                 counts.steps_idle += 1
                 continue
-            if progress_only and not progress_step(ep, index):
+            if index not in relabel and progress_only and not progress_step(ep, index):
                 counts.steps_no_progress += 1
                 continue
-            key = example_id_for(st.state_json, st.agent_id)
+            key = example_id_for(st.state_json, agent)
             if key in seen:
                 counts.duplicates_dropped += 1
                 continue
             seen.add(key)
             out.append(Example(key, ep.episode_id, ep.run_id, ep.task_id, ep.family, ep.domain_name, st.step,
-                               st.state_json, st.agent_id, st.decided_by, ep.llm_backend))
+                               st.state_json, agent, st.decided_by, ep.llm_backend,
+                               augmentation="hindsight" if agent != st.agent_id else ""))
     counts.steps_kept = len(out)
     return out
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rollout.core.agent_table import AGENT_IDS, NUM_AGENTS
+from rollout.core.agent_table import AGENT_IDS, NUM_AGENTS, AgentId
 from rollout.core.decision import Decision, Policy
 from rollout.core.state import EpisodeState
 from rollout.core.trajectory import EpisodeRecord
@@ -42,7 +42,7 @@ class HashedLinearPolicy(Policy):
     decides_inline = True
 
     def __init__(self, buckets: np.ndarray, weights: np.ndarray, bias: np.ndarray, n_buckets: int,
-                 *, name: str = POLICY_CLASS, version: str = "0") -> None:
+                 *, name: str = POLICY_CLASS, version: str = "0", max_tries: int = 0) -> None:
         if weights.shape != (len(buckets), NUM_AGENTS) or bias.shape != (NUM_AGENTS,):
             raise ManifestError(f"weights have shape {weights.shape}/{bias.shape}, "
                                 f"want (k, {NUM_AGENTS})/({NUM_AGENTS},)")
@@ -52,14 +52,32 @@ class HashedLinearPolicy(Policy):
         self._n_buckets = int(n_buckets)
         self.name = name
         self.version = version
+        self.max_tries = int(max_tries)  # 0: no limit (see tried_out)
 
     def scores(self, state: EpisodeState) -> np.ndarray:
         rows = [self._rows[b] for b in hash_features(state_features(state), self._n_buckets) if b in self._rows]
         return self._bias + np.add.reduce(self._weights[rows], axis=0) if rows else self._bias.copy()
 
     def _decide(self, state: EpisodeState) -> Decision:
-        agent = int(self.scores(state).argmax())  # the method: np.argmax's dispatch costs more than the work
+        scores = self.scores(state)
+        tried_out = self.tried_out(state)
+        if tried_out:
+            scores = scores.copy()
+            scores[tried_out] = -np.inf
+        agent = int(scores.argmax())  # the method: np.argmax's dispatch costs more than the work
         return Decision(agent, "model", reason=POLICY_CLASS, policy_version=self.version)
+
+    def tried_out(self, state: EpisodeState) -> list[int]:
+        """The repeat limit: agents already run `max_tries` times in this episode (its history, which
+        a real run observes) are not chosen again, so a deterministic policy whose choice keeps
+        failing moves to its next-best agent instead of repeating it until the step budget ends.
+        NoOp and the rendering agent are never excluded; nor is anything when all would be."""
+        if self.max_tries <= 0 or len(state.history) < self.max_tries:
+            return []
+        counts = Counter(state.history)
+        out = [a for a, n in counts.items() if n >= self.max_tries and 0 <= a < NUM_AGENTS
+               and a not in (AgentId.NOOP, AgentId.NATURAL_LANGUAGE)]
+        return out if len(out) < NUM_AGENTS - 2 else []
 
     def decide_batch(self, states: Sequence[EpisodeState]) -> list[Decision]:
         return [self._decide(s) for s in states]  # untimed: the caller times the batch (serve/runtime.py)
@@ -76,7 +94,8 @@ class HashedLinearPolicy(Policy):
         try:
             with np.load(path) as data:
                 return cls(data["buckets"], data["weights"], data["bias"], int(data["n_buckets"]),
-                           name=manifest.name, version=manifest.version)
+                           name=manifest.name, version=manifest.version,
+                           max_tries=int(manifest.extra.get("max_tries", 0)))
         except (KeyError, ValueError, OSError) as exc:
             raise ManifestError(f"{path}: unreadable weights: {exc}") from exc
 
@@ -133,7 +152,8 @@ def train_fast_policy_examples(examples: list[Example], out_dir: str | Path, *, 
     np.savez_compressed(out / WEIGHTS_FILE, buckets=buckets, weights=weights, bias=bias,
                         n_buckets=np.int64(n_buckets))
     version = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    policy = HashedLinearPolicy(buckets, weights, bias, n_buckets, name=name, version=version)
+    policy = HashedLinearPolicy(buckets, weights, bias, n_buckets, name=name, version=version,
+                                max_tries=int((extra or {}).get("max_tries", 0)))
     majority = Counter(e.agent_id for e in train).most_common(1)[0][0]
     metrics = {"train_examples": float(len(train)), "val_examples": float(len(val)),
                "train_accuracy": accuracy(policy, train), "fit_s": fit_s,
@@ -166,8 +186,10 @@ def train_fast_policy(episodes: list[EpisodeRecord], out_dir: str | Path, *, che
     return train_fast_policy_examples(examples, out_dir, name=name, data_versions=runs)
 
 
-def train_fast_policy_dir(data_dir: str | Path, out_dir: str | Path, *, name: str = "fast") -> Manifest:
-    """Train from a dataset built by `halo dataset build` (its splits and augmentations)."""
+def train_fast_policy_dir(data_dir: str | Path, out_dir: str | Path, *, name: str = "fast",
+                          max_tries: int = 0) -> Manifest:
+    """Train from a dataset built by `halo dataset build` (its splits and augmentations); `max_tries`
+    is the policy's repeat limit (HashedLinearPolicy.tried_out; 0: none), kept in its manifest."""
     from train.dataset import DatasetCard, load_examples
 
     card = DatasetCard.load(data_dir)
@@ -175,4 +197,5 @@ def train_fast_policy_dir(data_dir: str | Path, out_dir: str | Path, *, name: st
     if not any(e.split == "train" for e in examples):
         raise EmptyDatasetError(f"{data_dir}: the training split is empty; nothing to train on")
     return train_fast_policy_examples(examples, out_dir, name=name,
-                                      data_versions=[card.dataset_version, *card.sources])
+                                      data_versions=[card.dataset_version, *card.sources],
+                                      extra={"max_tries": max_tries} if max_tries else None)

@@ -91,6 +91,13 @@ class PipelineConfig:
     # the step-level verifier filter for the main policy: keep only steps after which the validator
     # shows progress (train/examples.progress_step); off by default, ablated as its own row
     progress_only: bool = False
+    # hindsight relabelling (train/examples.hindsight_labels): a step after which the validator shows no
+    # progress is labelled with the agent that later made progress from the same verdict; off by default
+    # (measured worse, docs/results/2026-12-03-worlds.md), ablated as its own row
+    hindsight: bool = False
+    # the fast policy's repeat limit (HashedLinearPolicy.tried_out): an agent already run this many times
+    # in the episode is not chosen again (0: no limit); ablated as its own row
+    max_tries: int = 0
     verify_augment: bool = True
     ablations: bool = True
     cross_domain: bool = True
@@ -117,6 +124,9 @@ class PipelineConfig:
             sim_config_for(self.llm)
         except SimSpecError as exc:
             raise PipelineError(str(exc)) from None
+
+
+REPEAT_LIMIT_ABLATION = 2  # the repeat limit the ablation row tries when the main policy has none
 
 
 @dataclass
@@ -322,19 +332,22 @@ def _families(tasks: list[Task]) -> list[str]:
 
 def _train_variant(episodes: list[EpisodeRecord], out: Path, name: str, *, check: str, augment: int,
                    cfg: PipelineConfig, tokenizer_dir: str = "", drop_idle: bool | None = None,
-                   progress_only: bool | None = None) -> tuple[Path, dict[str, int]]:
+                   progress_only: bool | None = None, hindsight: bool | None = None,
+                   max_tries: int | None = None) -> tuple[Path, dict[str, int]]:
     from train.dataset import BuildConfig, build_examples, write_dataset
     from train.fast_policy import train_fast_policy_dir
 
     build = BuildConfig(check=check, augment_copies=augment, verify_augment=cfg.verify_augment, seed=cfg.seed,
                         tokenizer_dir=tokenizer_dir, drop_idle=cfg.drop_idle if drop_idle is None else drop_idle,
-                        progress_only=cfg.progress_only if progress_only is None else progress_only)
+                        progress_only=cfg.progress_only if progress_only is None else progress_only,
+                        hindsight=cfg.hindsight if hindsight is None else hindsight)
     examples, stages = build_examples(episodes, build)
     data_dir = out / "data" / name
     write_dataset(examples, stages, data_dir, config=build, sources=sorted({e.run_id for e in episodes}))
     model_dir = out / "models" / name
     if not tokenizer_dir:
-        train_fast_policy_dir(data_dir, model_dir, name=name)
+        limit = cfg.max_tries if max_tries is None else max_tries
+        train_fast_policy_dir(data_dir, model_dir, name=name, max_tries=limit)
     return (data_dir if tokenizer_dir else model_dir), stages
 
 
@@ -484,11 +497,16 @@ def fast_policy_stage(cfg: PipelineConfig, episodes: list[EpisodeRecord], out: P
                      "fast-progress-toggled": ("validator", aug, idle, not prog),
                      "fast-no-augment": ("validator", 0, idle, prog),
                      "fast-idle-toggled": ("validator", aug, not idle, prog)}
+    toggled = {"fast-hindsight-toggled": {"hindsight": not cfg.hindsight},
+               "fast-repeat-limit-toggled": {"max_tries": 0 if cfg.max_tries else REPEAT_LIMIT_ABLATION}}
     models: dict[str, Path] = {}
     for name, (check, augment, drop_idle, progress_only) in variants.items():
         models[name], stages = _train_variant(episodes, out, name, check=check, augment=augment, cfg=cfg,
                                               drop_idle=drop_idle, progress_only=progress_only)
         result.stages[f"dataset {name}"] = stages
+    for name, setting in toggled.items() if cfg.ablations else ():
+        models[name], result.stages[f"dataset {name}"] = _train_variant(episodes, out, name, check="validator",
+                                                                        augment=aug, cfg=cfg, **setting)
     result.stages["judge"] = "skipped: no LLM-as-judge endpoint configured"
     result.seconds["datasets + fast policies"] = round(time.perf_counter() - t0, 1)
     return FastPolicies(models)
@@ -553,6 +571,10 @@ def ablation_stage(cfg: PipelineConfig, split: TaskSplit, fast: FastPolicies, ev
                 ("no augmentation", f"rules+model:{models['fast-no-augment']}"),
                 ("idle steps kept" if cfg.drop_idle else "idle steps dropped",
                  f"rules+model:{models['fast-idle-toggled']}"),
+                ("no hindsight relabelling" if cfg.hindsight else "hindsight relabelling",
+                 f"rules+model:{models['fast-hindsight-toggled']}"),
+                ("no repeat limit" if cfg.max_tries else f"repeat limit {REPEAT_LIMIT_ABLATION}",
+                 f"rules+model:{models['fast-repeat-limit-toggled']}"),
                 ("no rules layer", f"model:{fast.main}")]
     rows: list[Row] = []
     main_runs = evaluation.runs["fast policy"]

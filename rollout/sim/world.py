@@ -85,6 +85,8 @@ class SimConfig:
     # the simulated prompted teachers of this world (profile name -> parameters) and their prices
     teachers: dict[str, dict[str, Any]] = field(default_factory=lambda: copy.deepcopy(_W.teachers))
     teacher_prices: dict[str, dict[str, float]] = field(default_factory=lambda: copy.deepcopy(_W.teacher_prices))
+    # the paper-scale accounting constants of this world (rollout/sim/paper_calibration.py)
+    paper_calibration: dict[str, Any] = field(default_factory=lambda: copy.deepcopy(_W.paper_calibration))
     world_name: str = _W.name
 
     def world_params(self) -> dict[str, Any]:
@@ -93,12 +95,13 @@ class SimConfig:
     @property
     def world_hash(self) -> str:
         """The hash of this world's parameters (rollout.sim.world_file.world_hash)."""
-        return world_hash(self.world_params(), self.teachers, self.teacher_prices)
+        return world_hash(self.world_params(), self.teachers, self.teacher_prices, self.paper_calibration)
 
     @classmethod
     def from_world(cls, world: World, **run_settings: Any) -> SimConfig:
         return cls(**copy.deepcopy(world.sim), teachers=copy.deepcopy(world.teachers),
-                   teacher_prices=copy.deepcopy(world.teacher_prices), world_name=world.name, **run_settings)
+                   teacher_prices=copy.deepcopy(world.teacher_prices),
+                   paper_calibration=copy.deepcopy(world.paper_calibration), world_name=world.name, **run_settings)
 
 
 class SimWorld:

@@ -88,7 +88,8 @@ def perturb(base: World, rng: random.Random, name: str) -> World:
     for key in ("size_repair_decay", "size_extra_faults"):
         sim[key] = _scale(rng, sim[key])
     teachers = {n: _perturb_teacher(rng, t, base) for n, t in sorted(base.teachers.items())}
-    return parse_world(to_document(World(name, sim, teachers, copy.deepcopy(base.teacher_prices))), name)
+    return parse_world(to_document(World(name, sim, teachers, copy.deepcopy(base.teacher_prices),
+                                           copy.deepcopy(base.paper_calibration))), name)
 
 
 def draw_worlds(n: int, seed: int, base: World | None = None) -> list[World]:
@@ -104,7 +105,7 @@ def to_document(world: World) -> dict[str, Any]:
     sim = {k: list(v) if isinstance(v, tuple) else v for k, v in world.sim.items()}
     sim["prices"] = {m: list(p) for m, p in world.sim["prices"].items()}
     return {"version": WORLD_FILE_VERSION, "name": world.name, "world": sim, "teachers": world.teachers,
-            "teacher_prices": world.teacher_prices}
+            "teacher_prices": world.teacher_prices, "paper_calibration": world.paper_calibration}
 
 
 def to_yaml(world: World) -> str:

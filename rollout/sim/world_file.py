@@ -169,6 +169,53 @@ def _teacher_prices(key: str, value: Any) -> dict[str, dict[str, float]]:
     return out
 
 
+def _published(key: str, value: Any) -> dict[str, Any]:
+    data = _mapping(key, value)
+    _known(key, data, ("label", "calls", "usd_per_task"))
+    return {"label": _text(f"{key}.label", data["label"]), "calls": _positive(f"{key}.calls", data["calls"]),
+            "usd_per_task": _positive(f"{key}.usd_per_task", data["usd_per_task"])}
+
+
+CALIBRATION_TEACHER_KEYS: dict[str, Callable[[str, Any], Any]] = {
+    "model": _text, "prompt_tokens": _count, "reasoning_tokens": _count, "answer_tokens": _count,
+    "usd_per_m_input": _nonneg, "usd_per_m_output": _nonneg, "published": _published,
+}
+CALIBRATION_SERVED_KEYS: dict[str, Callable[[str, Any], Any]] = {
+    "usd_per_gpu_hour": _nonneg, "decisions_per_gpu_hour": _positive, "published": _published,
+}
+
+
+def _checked(key: str, value: Any, keys: dict[str, Callable[[str, Any], Any]]) -> dict[str, Any]:
+    data = _mapping(key, value)
+    _known(key, data, keys)
+    return {k: check(f"{key}.{k}", data[k]) for k, check in keys.items()}
+
+
+def _rates(key: str, value: Any) -> dict[str, float]:
+    return {str(k): _prob(f"{key}.{k}", v) for k, v in _mapping(key, value).items()}
+
+
+def _paper_calibration(key: str, value: Any) -> dict[str, Any]:
+    """The constants that put simulated costs on the HALO paper's scale (rollout/sim/paper_calibration.py)."""
+    data = _mapping(key, value)
+    _known(key, data, ("teachers", "served_policy", "vanilla_success", "vanilla_model"))
+    named = _mapping(f"{key}.teachers", data["teachers"])
+    _known(f"{key}.teachers", named, TEACHER_PROFILES)
+    vanilla = _mapping(f"{key}.vanilla_success", data["vanilla_success"])
+    _known(f"{key}.vanilla_success", vanilla, ("domain", "family"))
+    out = {"teachers": {n: _checked(f"{key}.teachers.{n}", named[n], CALIBRATION_TEACHER_KEYS)
+                        for n in TEACHER_PROFILES},
+           "served_policy": _checked(f"{key}.served_policy", data["served_policy"], CALIBRATION_SERVED_KEYS),
+           "vanilla_success": {k: _rates(f"{key}.vanilla_success.{k}", vanilla[k]) for k in ("domain", "family")},
+           "vanilla_model": _text(f"{key}.vanilla_model", data["vanilla_model"])}
+    if "generated" not in out["vanilla_success"]["family"]:
+        raise WorldFileError(f"{key}.vanilla_success.family.generated: missing (the rate of any other family)")
+    if out["vanilla_model"] not in TEACHER_PROFILES:
+        raise WorldFileError(f"{key}.vanilla_model: must be one of {', '.join(TEACHER_PROFILES)}, "
+                             f"got {out['vanilla_model']!r}")
+    return out
+
+
 @dataclass(frozen=True)
 class World:
     """A validated world: the world's parameters, the teachers', their prices, and where it came from."""
@@ -177,16 +224,19 @@ class World:
     sim: dict[str, Any]  # SimConfig's world fields
     teachers: dict[str, dict[str, Any]]
     teacher_prices: dict[str, dict[str, float]]
+    paper_calibration: dict[str, Any]  # the paper-scale accounting constants (rollout/sim/paper_calibration.py)
     source: str = ""
 
     @property
     def hash(self) -> str:
-        return world_hash(self.sim, self.teachers, self.teacher_prices)
+        return world_hash(self.sim, self.teachers, self.teacher_prices, self.paper_calibration)
 
 
-def world_hash(sim: dict[str, Any], teachers: dict[str, Any], teacher_prices: dict[str, Any]) -> str:
+def world_hash(sim: dict[str, Any], teachers: dict[str, Any], teacher_prices: dict[str, Any],
+               paper_calibration: dict[str, Any]) -> str:
     """sha256 of the parameters as canonical JSON (tuples as lists, keys sorted), first 16 hex digits."""
-    doc = {"version": WORLD_FILE_VERSION, "world": sim, "teachers": teachers, "teacher_prices": teacher_prices}
+    doc = {"version": WORLD_FILE_VERSION, "world": sim, "teachers": teachers, "teacher_prices": teacher_prices,
+           "paper_calibration": paper_calibration}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
@@ -194,7 +244,7 @@ def parse_world(data: Any, source: str = "<world>") -> World:
     """A parsed YAML document -> World, or a WorldFileError naming the source and the key."""
     try:
         doc = _mapping("the document", data)
-        _known("", doc, ("version", "name", "world", "teachers", "teacher_prices"))
+        _known("", doc, ("version", "name", "world", "teachers", "teacher_prices", "paper_calibration"))
         if doc["version"] != WORLD_FILE_VERSION:
             raise WorldFileError(f"version: {doc['version']!r} (this release reads version {WORLD_FILE_VERSION})")
         name = _text("name", doc["name"])
@@ -207,9 +257,10 @@ def parse_world(data: Any, source: str = "<world>") -> World:
         named = _mapping("teachers", doc["teachers"])
         _known("teachers", named, TEACHER_PROFILES)
         teachers = {n: _teacher(f"teachers.{n}", named[n], set(prices)) for n in TEACHER_PROFILES}
+        paper = _paper_calibration("paper_calibration", doc["paper_calibration"])
     except WorldFileError as exc:
         raise WorldFileError(f"{source}: {exc}") from None
-    return World(name, sim, teachers, prices, source)
+    return World(name, sim, teachers, prices, paper, source)
 
 
 def load_world(path: str | Path) -> World:

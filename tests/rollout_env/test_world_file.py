@@ -88,6 +88,16 @@ _DELETE = object()
     ("teacher_prices.gpt-5-mini.input", -1, "teacher_prices.gpt-5-mini.input: must be in [0, inf]"),
     ("version", 2, "version: 2 (this release reads version 1)"),
     ("extra", 1, "extra: unknown key"),
+    ("paper_calibration", _DELETE, "paper_calibration: missing"),
+    ("paper_calibration.teachers.weaker.prompt_tokens", -3,
+     "paper_calibration.teachers.weaker.prompt_tokens: must be a whole number"),
+    ("paper_calibration.served_policy.decisions_per_gpu_hour", 0,
+     "paper_calibration.served_policy.decisions_per_gpu_hour: must be > 0"),
+    ("paper_calibration.vanilla_success.domain.blocksworld", 1.5,
+     "paper_calibration.vanilla_success.domain.blocksworld: must be a probability"),
+    ("paper_calibration.vanilla_success.family.generated", _DELETE,
+     "paper_calibration.vanilla_success.family.generated: missing"),
+    ("paper_calibration.vanilla_model", "medium", "paper_calibration.vanilla_model: must be one of weaker, stronger"),
 ])
 def test_a_bad_world_file_names_the_key(tmp_path: Path, path: str, value: object, message: str) -> None:
     bad = _write(tmp_path, _set(_doc(), path, value))

@@ -118,3 +118,32 @@ def test_progress_only_keeps_steps_after_which_the_validator_verdict_moved():
     dropped = sum(not ep.steps[0].is_hardcoded for ep in episodes)
     assert dropped and counts.steps_no_progress == dropped
     assert {e.step for e in kept} <= {st.step for ep in episodes for st in ep.steps[1:]}
+
+
+def test_hindsight_relabels_a_wasted_step_with_the_agent_that_moved_the_same_verdict():
+    from train.examples import hindsight_labels
+
+    episodes = [ep for ep in synthetic_episodes(n_tasks=8, seed=6) if ep.success_validator and len(ep.steps) >= 3]
+    for ep in episodes:
+        for i, st in enumerate(ep.steps):
+            state = json.loads(st.state_json)
+            # steps 0 and 1 see the same verdict; step 1 moved it; the last step validated
+            state["validator_errors"] = ("error: fault a [validate.precondition_failed]" if i < 2
+                                         else f"error: fault {chr(98 + i)}")
+            state["error_category"] = "plan_invalid"
+            st.state_json = json.dumps(state)
+            st.plan_valid = i == len(ep.steps) - 1
+            st.is_hardcoded = False
+            st.agent_id = 4 if i == 0 else 20 if i == 1 else 9
+    assert all(hindsight_labels(ep) == {0: 20} for ep in episodes)
+    counts = FilterCounts()
+    kept = select_examples(episodes, "validator", counts, hindsight=True)
+    assert counts.steps_relabelled == len(episodes)
+    step0 = [e for e in kept if e.step == episodes[0].steps[0].step and e.episode_id == episodes[0].episode_id]
+    assert [(e.agent_id, e.augmentation) for e in step0] == [(20, "hindsight")]
+    # a wasted step no later model step repaired is dropped, not relabelled (rule steps do not count)
+    for ep in episodes:
+        ep.steps[1].is_hardcoded = True
+    counts = FilterCounts()
+    select_examples(episodes, "validator", counts, hindsight=True)
+    assert counts.steps_relabelled == 0 and counts.steps_unrepaired == len(episodes)

@@ -110,3 +110,17 @@ def test_goal_text_feature_sees_a_goal_written_the_wrong_way_round():
     assert "goal_text=reversed" in wrong
     other = state_features(EpisodeState("Goal: the red block on the blue one.", problem=problem.format("d1 peg3")))
     assert "goal_text=unmatched" in other
+
+
+def test_repeat_limit_moves_to_the_next_best_agent(tmp_path):
+    import numpy as np
+
+    bias = np.full(21, -5.0, dtype=np.float32)
+    bias[20], bias[4], bias[11] = 3.0, 2.0, -1.0
+    empty = np.zeros((0, 21), dtype=np.float32)
+    limited = HashedLinearPolicy(np.zeros(0, dtype=np.int64), empty, bias, 16, max_tries=2)
+    free = HashedLinearPolicy(np.zeros(0, dtype=np.int64), empty, bias, 16)
+    once, twice = EpisodeState("t", history=[20]), EpisodeState("t", history=[9, 20, 20])
+    assert limited.decide(once).agent_id == 20 and free.decide(twice).agent_id == 20
+    assert limited.decide(twice).agent_id == 4
+    assert limited.decide(EpisodeState("t", history=[20, 20, 4, 4, 11, 11])).agent_id == 11  # NoOp is never excluded
