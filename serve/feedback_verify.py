@@ -20,6 +20,8 @@ from solvers.errors import InfraError
 FEEDBACK_CODE = "serve-feedback"
 VERIFIED = f"{FEEDBACK_CODE}:verified"
 DISAGREES = f"{FEEDBACK_CODE}:disagrees"
+# Stored because the validator could not run when it was checked: kept, never trusted (like DISAGREES).
+UNVERIFIED = f"{FEEDBACK_CODE}:unverified"
 # One validator call per feedback episode: 10 s and 1 GiB at most (the sandbox enforces them).
 VERIFY_LIMITS = solvers.Limits(timeout_s=10.0, memory_mb=1024)
 

@@ -39,7 +39,7 @@ from serve.plan_jobs import PLAN_CODE, PlanStore, body_fingerprint, job_id_for, 
 from serve.plan_schemas import TERMINAL, public_view
 from solvers.errors import HaloError
 
-VERIFY_RETRY = RetryPolicy(retries=3, initial_backoff_s=0.5, max_backoff_s=4.0)
+VERIFY_RETRY = RetryPolicy(retries=3, initial_backoff_s=1.0, max_backoff_s=8.0)
 
 log = logging.getLogger("halo.serve")
 RUNNER_PREFIX = "halo-plan-runner"
@@ -336,23 +336,15 @@ class PlanRunner:
 
     async def _store_episode(self, job: dict[str, Any], env: ResumableEnv) -> str:
         """The finished job as a feedback episode, with the service's own verdicts ("" if not stored)."""
-        from serve.feedback_verify import VerificationUnavailable
-
-        episode = self._episode(job, env)
+        episode = await feedback_episode(self._episode(job, env), self.settings.tasks_spec)
         try:
-            check = await self._verify(episode)
-            episode = replace(episode, success_validator=check.validator, success_oracle=check.oracle,
-                              code_version=check.code)
             assert self._episode_lock is not None
             async with self._episode_lock:
                 await asyncio.to_thread(self.store.store.write_episodes, self.settings.feedback_run_id, [episode])
-        except (VerificationUnavailable, OSError) as exc:
+        except OSError as exc:
             log.warning("plan job %s: episode not stored: %s", job["id"], exc)
             return ""
         return episode.episode_id
-
-    async def _verify(self, episode: EpisodeRecord) -> Any:
-        return await verify_with_retry(episode, self.settings.tasks_spec)
 
     def _episode(self, job: dict[str, Any], env: ResumableEnv) -> EpisodeRecord:
         task = self._task_for(job["request"])
@@ -441,8 +433,8 @@ def confine_whole_process(nice: int, cpus: tuple[int, ...]) -> None:
 
 async def verify_with_retry(episode: EpisodeRecord, tasks_spec: str) -> Any:
     """The service's verdicts on a finished job (serve/feedback_verify.py); a validator that fails
-    to run (a busy machine) is asked again, VERIFY_RETRY.retries times, before the caller gives the
-    episode up (VerificationUnavailable)."""
+    to run (a busy machine) is asked again, VERIFY_RETRY.retries times, before the caller stores the
+    episode unverified (VerificationUnavailable: `serve-feedback:unverified`, never trusted)."""
     from tenacity import AsyncRetrying, retry_if_exception_type
 
     from serve.feedback_verify import VerificationUnavailable, verify_episode
@@ -452,6 +444,19 @@ async def verify_with_retry(episode: EpisodeRecord, tasks_spec: str) -> Any:
         with attempt:
             return await asyncio.to_thread(verify_episode, episode, tasks_spec)
     raise AssertionError("unreachable: tenacity re-raises the last failure")
+
+
+async def feedback_episode(episode: EpisodeRecord, tasks_spec: str) -> EpisodeRecord:
+    """The episode with the service's verdicts, or marked `serve-feedback:unverified` (kept, never
+    trusted by the loop) when the validator still cannot run after its retries."""
+    from serve.feedback_verify import UNVERIFIED, VerificationUnavailable
+
+    try:
+        check = await verify_with_retry(episode, tasks_spec)
+    except VerificationUnavailable as exc:
+        log.warning("plan job episode %s: stored unverified: %s", episode.episode_id, exc)
+        return replace(episode, code_version=UNVERIFIED)
+    return replace(episode, success_validator=check.validator, success_oracle=check.oracle, code_version=check.code)
 
 
 def get_runner(settings: PlanSettings, namespace: str) -> Any:

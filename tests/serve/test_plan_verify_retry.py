@@ -1,6 +1,6 @@
 """A finished plan job is verified before it is stored as a feedback episode: a validator that
 fails to run (its sandbox worker gone) is asked again, VERIFY_RETRY.retries times on the one
-RetryPolicy, and only then is the episode given up. The validator is the real one (real sandbox);
+RetryPolicy, and only then is the episode stored unverified. The validator is the real one (real sandbox);
 only its failures to run are injected, by making the first calls raise the pool's own error."""
 
 from __future__ import annotations
@@ -72,3 +72,16 @@ def test_a_plan_the_validator_rejects_is_a_verdict_not_a_retry(monkeypatch: pyte
     episode.steps[0].plan_after = episode.final_plan = "(unstack a a)\n"
     check = asyncio.run(verify_with_retry(episode, "bundled"))
     assert check.validator is False and len(calls) <= 2  # the validator once (and the oracle), no retry
+
+
+def test_an_unverifiable_finished_job_is_kept_unverified_and_never_trusted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cluster.loop.data import feedback_source
+    from serve.plan_runner import feedback_episode
+
+    _failing_first(monkeypatch, failures=VERIFY_RETRY.retries + 1)  # every try of the first job
+    episode = asyncio.run(feedback_episode(_episode(), "bundled"))
+    assert episode.code_version == "serve-feedback:unverified"
+    assert feedback_source({"code_version": episode.code_version, "episode_id": episode.episode_id}) is None
+    verified = asyncio.run(feedback_episode(_episode(), "bundled"))  # the validator runs again now
+    assert verified.code_version == VERIFIED
+    assert feedback_source({"code_version": verified.code_version, "episode_id": verified.episode_id}) == "k"
