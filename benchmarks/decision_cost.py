@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bounds import mean_upper, quantile, ratio_upper  # noqa: E402
+from benchmarks.heavy_sender import wait_until_ready  # noqa: E402
 from benchmarks.heavy_states import heavy_state  # noqa: E402
 from benchmarks.serve import model_state, training_episodes  # noqa: E402
 
@@ -107,7 +108,7 @@ def quiet_and_loud(url: str, blocks: int, work: Path) -> tuple[list[float], list
     try:
         with httpx.Client(timeout=30) as client:
             light_latencies(client, url, 50, 0)  # warm-up
-            time.sleep(3.0)  # the sender has prepared its bodies
+            wait_until_ready(flag)
             for block in range(blocks):  # interleaved, so machine noise lands on both phases alike
                 quiet += light_latencies(client, url, 100, block * 100)
                 flag.touch()

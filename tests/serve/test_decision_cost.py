@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from benchmarks.heavy_sender import wait_until_ready
 from benchmarks.heavy_states import heavy_state
 from rollout.core.state import EpisodeState
 
@@ -111,10 +112,12 @@ def test_a_heavy_key_is_charged_for_its_states_and_another_key_is_still_answered
                                _token(HEAVY_KEY), str(flag), str(stop)], stdout=subprocess.PIPE, text=True)
     try:
         assert set(_light_answers(url, 20)) == {200}
-        time.sleep(3.0)  # the sender has prepared its bodies
+        wait_until_ready(flag)
         flag.touch()
-        time.sleep(1.0)
+        loud_until = time.monotonic() + 3.0
+        time.sleep(0.5)
         during = _light_answers(url, 150)
+        time.sleep(max(0.0, loud_until - time.monotonic()))
     finally:
         flag.unlink(missing_ok=True)
         stop.touch()
