@@ -6,12 +6,26 @@ from pathlib import Path
 from typing import Any
 
 
-def plot_curves(history: dict[str, list[dict[str, Any]]], path: str | Path, title: str = "") -> Path:
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _save(fig: Any, path: str | Path, title: str) -> Path:
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=80)
+    _pyplot().close(fig)
+    return path
+
+
+def plot_curves(history: dict[str, list[dict[str, Any]]], path: str | Path, title: str = "") -> Path:
+    plt = _pyplot()
     steps = history.get("steps", [])
     epochs = history.get("epochs", [])
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4))
@@ -29,21 +43,12 @@ def plot_curves(history: dict[str, list[dict[str, Any]]], path: str | Path, titl
     ax_acc.set_ylabel("accuracy")
     ax_acc.set_ylim(0, 1)
     ax_acc.legend()
-    fig.suptitle(title)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
+    return _save(fig, path, title)
 
 
 def plot_rl_curves(history: list[dict[str, Any]], path: str | Path, title: str = "") -> Path:
     """Reward and success per RL iteration (train/rl_loop.py), LLM calls on the right."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     it = [h["iteration"] for h in history]
     fig, (ax_reward, ax_calls) = plt.subplots(1, 2, figsize=(10, 4))
     ax_reward.plot(it, [h["mean_reward"] for h in history], "o-", label="mean reward")
@@ -55,9 +60,4 @@ def plot_rl_curves(history: list[dict[str, Any]], path: str | Path, title: str =
     ax_calls.plot(it, [h["llm_calls"] for h in history], "o-", color="tab:red", label="LLM calls per episode")
     ax_calls.set_xlabel("iteration")
     ax_calls.legend()
-    fig.suptitle(title)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
+    return _save(fig, path, title)
