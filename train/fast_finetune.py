@@ -22,7 +22,15 @@ import numpy as np
 from rollout.core.agent_table import NUM_AGENTS
 from train.encoder import ENCODER_VERSION
 from train.examples import Example
-from train.fast_policy import ID_LABELS, POLICY_CLASS, WEIGHTS_FILE, EmptyDatasetError, HashedLinearPolicy
+from train.fast_policy import (
+    ID_LABELS,
+    POLICY_CLASS,
+    WEIGHTS_FILE,
+    EmptyDatasetError,
+    HashedLinearPolicy,
+    read_weights,
+    write_weights,
+)
 from train.features import DEFAULT_BUCKETS, FEATURE_VERSION, hash_features, state_features
 from train.manifest import Manifest
 
@@ -133,8 +141,7 @@ def finetune_fast(examples: list[Example], out_dir: Path, *, init_dir: Path | No
         weights, bias = data["weights"], data["bias"]
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(out_dir / WEIGHTS_FILE, buckets=buckets, weights=weights, bias=bias,
-                        n_buckets=np.int64(start.n_buckets))
+    write_weights(out_dir / WEIGHTS_FILE, buckets, weights, bias, start.n_buckets)
     policy = HashedLinearPolicy(buckets, weights, bias, start.n_buckets, name=name, version=version)
     metrics = {"train_examples": float(len(train)), "val_examples": float(len(val)), "fit_s": fit_s,
                "train_loss": float(result.metrics.get("train_loss", float("nan"))),
@@ -164,8 +171,7 @@ def _warm_start(init_dir: Path | None) -> WarmStart:
     if init_manifest.policy_class != POLICY_CLASS:
         raise ValueError(f"cannot warm-start a {POLICY_CLASS} model from a {init_manifest.policy_class} one")
     n_buckets = int(init_manifest.extra.get("n_buckets", DEFAULT_BUCKETS))
-    with np.load(init_dir / WEIGHTS_FILE) as data:
-        buckets, weights, bias = data["buckets"], data["weights"], data["bias"]
+    buckets, weights, bias, _ = read_weights(init_dir / WEIGHTS_FILE)  # n_buckets: the manifest's, as before
     return WarmStart(buckets, weights, np.maximum(bias, MIN_INIT_BIAS), n_buckets)
 
 

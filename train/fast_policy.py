@@ -88,16 +88,26 @@ class HashedLinearPolicy(Policy):
         manifest = manifest or Manifest.load(model_dir)
         if manifest.policy_class != POLICY_CLASS:
             raise ManifestError(f"{model_dir}: policy_class {manifest.policy_class!r}, want {POLICY_CLASS!r}")
-        path = model_dir / WEIGHTS_FILE
-        if not path.is_file():
-            raise ManifestError(f"{path}: missing (the fast policy's weights)")
-        try:
-            with np.load(path) as data:
-                return cls(data["buckets"], data["weights"], data["bias"], int(data["n_buckets"]),
-                           name=manifest.name, version=manifest.version,
-                           max_tries=int(manifest.extra.get("max_tries", 0)))
-        except (KeyError, ValueError, OSError) as exc:
-            raise ManifestError(f"{path}: unreadable weights: {exc}") from exc
+        buckets, weights, bias, n_buckets = read_weights(model_dir / WEIGHTS_FILE)
+        return cls(buckets, weights, bias, n_buckets, name=manifest.name, version=manifest.version,
+                   max_tries=int(manifest.extra.get("max_tries", 0)))
+
+
+def read_weights(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """A fast-policy weights file: (buckets, weights[k, 21], bias[21], n_buckets); ManifestError
+    when it is missing or unreadable."""
+    if not path.is_file():
+        raise ManifestError(f"{path}: missing (the fast policy's weights)")
+    try:
+        with np.load(path) as data:
+            return data["buckets"], data["weights"], data["bias"], int(data["n_buckets"])
+    except (KeyError, ValueError, OSError) as exc:
+        raise ManifestError(f"{path}: unreadable weights: {exc}") from exc
+
+
+def write_weights(path: Path, buckets: np.ndarray, weights: np.ndarray, bias: np.ndarray, n_buckets: int) -> None:
+    """The fast-policy weights file `read_weights` reads."""
+    np.savez_compressed(path, buckets=buckets, weights=weights, bias=bias, n_buckets=np.int64(n_buckets))
 
 
 def fit_examples(train: list[Example], *, n_buckets: int = DEFAULT_BUCKETS, c: float = 0.5,
@@ -149,8 +159,7 @@ def train_fast_policy_examples(examples: list[Example], out_dir: str | Path, *, 
     fit_s = time.perf_counter() - t0
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(out / WEIGHTS_FILE, buckets=buckets, weights=weights, bias=bias,
-                        n_buckets=np.int64(n_buckets))
+    write_weights(out / WEIGHTS_FILE, buckets, weights, bias, n_buckets)
     version = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     policy = HashedLinearPolicy(buckets, weights, bias, n_buckets, name=name, version=version,
                                 max_tries=int((extra or {}).get("max_tries", 0)))

@@ -25,7 +25,7 @@ from rollout.core.decision import Decision, Policy
 from rollout.core.state import EpisodeState
 from rollout.core.trajectory import EpisodeRecord, is_infra_failure
 from solvers.errors import InputError
-from train.fast_policy import POLICY_CLASS, WEIGHTS_FILE
+from train.fast_policy import POLICY_CLASS, WEIGHTS_FILE, read_weights, write_weights
 from train.features import DEFAULT_BUCKETS, hash_features, state_features
 from train.manifest import Manifest
 
@@ -58,14 +58,17 @@ class LinearWeights:
         if manifest.policy_class != POLICY_CLASS:
             raise RLError(f"{model_dir}: RL fine-tunes the fast policy ({POLICY_CLASS}), "
                           f"not a {manifest.policy_class} model")
-        with np.load(model_dir / WEIGHTS_FILE) as data:
-            return cls(data["buckets"].astype(np.int64), data["weights"], data["bias"], int(data["n_buckets"]))
+        return cls.read(model_dir / WEIGHTS_FILE)
+
+    @classmethod
+    def read(cls, path: Path) -> LinearWeights:
+        buckets, weights, bias, n_buckets = read_weights(path)
+        return cls(buckets.astype(np.int64), weights, bias, n_buckets)
 
     def save(self, path: Path, dtype: type = np.float32) -> None:
         """The artifact's format (float32); checkpoints keep float64, so a resumed run continues
         from exactly the weights it stopped at."""
-        np.savez_compressed(path, buckets=self.buckets, weights=self.weights.astype(dtype),
-                            bias=self.bias.astype(dtype), n_buckets=np.int64(self.n_buckets))
+        write_weights(path, self.buckets, self.weights.astype(dtype), self.bias.astype(dtype), self.n_buckets)
 
     def bucket_ids(self, state: EpisodeState) -> list[int]:
         return hash_features(state_features(state), self.n_buckets)
@@ -243,8 +246,7 @@ def latest_checkpoint(out_dir: Path, settings: dict) -> Checkpoint | None:
     if changed:
         raise RLError(f"{out_dir}: its checkpoints were made with other settings ({', '.join(sorted(changed))}); "
                       "use another --out, or the same settings to resume")
-    with np.load(metas[-1].with_suffix(".npz")) as data:
-        params = LinearWeights(data["buckets"].astype(np.int64), data["weights"], data["bias"], int(data["n_buckets"]))
+    params = LinearWeights.read(metas[-1].with_suffix(".npz"))
     return Checkpoint(int(meta["iteration"]), params, list(meta["history"]), meta["settings"])
 
 
@@ -253,4 +255,4 @@ RESUMABLE_CHANGES = frozenset({"iterations", "concurrency"})
 
 
 def settings_dict(settings: object) -> dict:
-    return {k: v for k, v in asdict(settings).items()}  # type: ignore[call-overload]
+    return asdict(settings)  # type: ignore[call-overload]
