@@ -122,6 +122,12 @@ def progress_step(ep: EpisodeRecord, index: int) -> bool:
     return _verdict(ep.steps[index + 1].state_json) != _verdict(st.state_json)
 
 
+def _progress_flags(ep: EpisodeRecord, verdicts: list[tuple[str, frozenset[str]]]) -> list[bool]:
+    """`progress_step` of every step, from verdicts read once per state."""
+    return [st.plan_valid or (i + 1 < len(verdicts) and verdicts[i + 1] != verdicts[i])
+            for i, st in enumerate(ep.steps)]
+
+
 def hindsight_labels(ep: EpisodeRecord) -> dict[int, int]:
     """Hindsight relabelling from the verifier: for a model step after which the validator shows no
     progress (`progress_step` false), the agent of the first later model step, in the same verdict
@@ -130,15 +136,17 @@ def hindsight_labels(ep: EpisodeRecord) -> dict[int, int]:
     Steps after which no later step made progress from that verdict map to -1 (no useful label).
     Read from the record: the validator's and parser's verdicts, no hidden knowledge."""
     labels: dict[int, int] = {}
+    verdicts = [_verdict(st.state_json) for st in ep.steps]
+    progress = _progress_flags(ep, verdicts)
     for i, st in enumerate(ep.steps):
-        if st.is_hardcoded or progress_step(ep, i):
+        if st.is_hardcoded or progress[i]:
             continue
-        verdict, label = _verdict(st.state_json), -1
+        verdict, label = verdicts[i], -1
         for j in range(i + 1, len(ep.steps)):
             later = ep.steps[j]
-            if _verdict(later.state_json) != verdict:
+            if verdicts[j] != verdict:
                 break
-            if not later.is_hardcoded and progress_step(ep, j) and 0 <= later.agent_id < NUM_AGENTS:
+            if not later.is_hardcoded and progress[j] and 0 <= later.agent_id < NUM_AGENTS:
                 label = later.agent_id
                 break
         labels[i] = label
