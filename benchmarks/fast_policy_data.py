@@ -23,9 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# name -> BuildConfig settings beside the pipeline's defaults (validator filter, drop_idle, 1 copy)
+# name -> BuildConfig settings beside the pipeline's defaults (validator filter, drop_idle, 1 copy);
+# "next_ranked": True trains the policy with its move-on weight measured on the teacher data
+# (HashedLinearPolicy.next_ranked, train/fast_policy.retry_discount_from)
 VARIANTS: dict[str, dict] = {
     "base": {},
+    "nextrank": {"next_ranked": True},
     "hindsight": {"hindsight": True},
     "progress": {"progress_only": True},
     "cheap": {"prefer_cheap": True},
@@ -34,11 +37,22 @@ VARIANTS: dict[str, dict] = {
 }
 
 
+def _reference(held: list, eseeds: list[int], llm: str, base: list, base_calls: float) -> None:
+    """The teacher behind the rules layer on the held-out tasks, against the prompted teacher."""
+    from train.pipeline import paired_difference, run_policy
+
+    ref = run_policy(held, "rules+teacher:model=sim", eseeds, "r", 16, llm).records
+    rdiff = paired_difference(ref, base)
+    ref_calls = sum(r.total_llm_calls for r in ref) / len(ref)
+    print(json.dumps({"reference": "rules+teacher", "diff": rdiff["difference"], "se": rdiff["se"],
+                      "calls ratio": round(ref_calls / base_calls, 3)}), flush=True)
+
+
 def run_world(llm: str, tasks_spec: str, train_seeds: int, eval_seeds: int, train_subsets: list[int],
-              variants: list[str], out: Path) -> list[dict]:
+              variants: list[str], out: Path, reference: bool = True) -> list[dict]:
     from rollout.tasks.loaders import load_tasks
     from train.dataset import BuildConfig, build_examples, write_dataset
-    from train.fast_policy import train_fast_policy_dir
+    from train.fast_policy import retry_discount_from, train_fast_policy_dir
     from train.pipeline import paired_difference, run_policy, split_tasks
 
     tasks = [t for t in load_tasks(tasks_spec) if t.gold_domain and t.gold_problem]
@@ -51,24 +65,24 @@ def run_world(llm: str, tasks_spec: str, train_seeds: int, eval_seeds: int, trai
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "episodes.pkl", "wb") as fh:  # for looking at the data afterwards
         pickle.dump({"teacher": teacher, "baseline": base}, fh)
-    ref = run_policy(held, "rules+teacher:model=sim", eseeds, "r", 16, llm).records
-    rdiff = paired_difference(ref, base)
-    ref_calls = sum(r.total_llm_calls for r in ref) / len(ref)
-    print(json.dumps({"reference": "rules+teacher", "diff": rdiff["difference"], "se": rdiff["se"],
-                      "calls ratio": round(ref_calls / base_calls, 3)}), flush=True)
+    if reference:
+        _reference(held, eseeds, llm, base, base_calls)
     rows = []
     for n_seeds in train_subsets:
         eps = [e for e in teacher if e.seed in tseeds[:n_seeds]]
         for name in variants:
-            build = BuildConfig(drop_idle=True, **VARIANTS[name])
+            settings = dict(VARIANTS[name])
+            discount = retry_discount_from(eps) if settings.pop("next_ranked", False) else 0.0
+            build = BuildConfig(drop_idle=True, **settings)
             examples, stages = build_examples(eps, build)
             d = out / f"{name}-{n_seeds}"
             write_dataset(examples, stages, d / "data", config=build, sources=["t"])
-            train_fast_policy_dir(d / "data", d / "model", name=name)
+            train_fast_policy_dir(d / "data", d / "model", name=name, retry_discount=discount)
             recs = run_policy(held, f"rules+model:{d / 'model'}", eseeds, "f", 16, llm).records
             diff = paired_difference(recs, base)
             calls = sum(r.total_llm_calls for r in recs) / len(recs)
             rows.append({"variant": name, "teacher episodes": len(eps), "examples": len(examples),
+                         "retry discount": round(discount, 3),
                          "fast oracle": sum(r.success_oracle is True for r in recs) / len(recs),
                          "teacher oracle": sum(r.success_oracle is True for r in base) / len(base),
                          "diff": diff["difference"], "se": diff["se"], "pairs": diff["episodes"],
@@ -90,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-seeds", type=int, default=3)
     ap.add_argument("--variants", default="base,hindsight")
     ap.add_argument("--out", default="")
+    ap.add_argument("--no-reference", action="store_true", help="skip the rules+teacher reference row")
     args = ap.parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="fast-data-"))
     subsets = [int(x) for x in args.train_subsets.split(",")] if args.train_subsets else [args.train_seeds]
@@ -104,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         print(f"== world {name}", flush=True)
         run_world(llm, args.tasks, args.train_seeds, args.eval_seeds, subsets, args.variants.split(","),
-                  out / name)
+                  out / name, reference=not args.no_reference)
         print(f"   {time.perf_counter() - t0:.0f} s", flush=True)
     return 0
 

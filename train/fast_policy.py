@@ -11,9 +11,11 @@ Artifact directory: manifest.json (policy_class "hashed_linear") + weights.npz.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +44,8 @@ class HashedLinearPolicy(Policy):
     decides_inline = True
 
     def __init__(self, buckets: np.ndarray, weights: np.ndarray, bias: np.ndarray, n_buckets: int,
-                 *, name: str = POLICY_CLASS, version: str = "0", max_tries: int = 0) -> None:
+                 *, name: str = POLICY_CLASS, version: str = "0", max_tries: int = 0,
+                 retry_discount: float = 0.0) -> None:
         if weights.shape != (len(buckets), NUM_AGENTS) or bias.shape != (NUM_AGENTS,):
             raise ManifestError(f"weights have shape {weights.shape}/{bias.shape}, "
                                 f"want (k, {NUM_AGENTS})/({NUM_AGENTS},)")
@@ -53,6 +56,9 @@ class HashedLinearPolicy(Policy):
         self.name = name
         self.version = version
         self.max_tries = int(max_tries)  # 0: no limit (see tried_out)
+        if not 0.0 <= retry_discount < 1.0:
+            raise ManifestError(f"retry_discount must be in [0, 1), got {retry_discount}")
+        self.retry_discount = float(retry_discount)  # 0: off (see next_ranked)
 
     def scores(self, state: EpisodeState) -> np.ndarray:
         rows = [self._rows[b] for b in hash_features(state_features(state), self._n_buckets) if b in self._rows]
@@ -65,7 +71,27 @@ class HashedLinearPolicy(Policy):
             scores = scores.copy()
             scores[tried_out] = -np.inf
         agent = int(scores.argmax())  # the method: np.argmax's dispatch costs more than the work
+        if self.retry_discount and agent in state.history and not state.plan_valid:
+            agent = self.next_ranked(state, tried_out)
         return Decision(agent, "model", reason=POLICY_CLASS, policy_version=self.version)
+
+    def next_ranked(self, state: EpisodeState, excluded: Sequence[int] = ()) -> int:
+        """When the model would repeat an agent already run in this episode on a still failing plan:
+        the agent with the highest posterior that it addresses the present symptom. The prior is the
+        model's distribution for this symptom seen afresh (the state without its agent history, which
+        is what the teacher's first choices on a symptom taught it); each earlier run of an agent that
+        left the plan failing multiplies its weight by `retry_discount`, the chance, measured on the
+        teacher's data (`retry_discount_from`), that a chosen agent leaves the verdict unchanged. So a
+        choice that keeps failing gives way to the next-ranked cause, and a dominant one is retried."""
+        prior = self.scores(dataclasses.replace(state, history=[]))
+        logp = prior - np.logaddexp.reduce(prior)
+        penalty = math.log(self.retry_discount)
+        for agent, runs in Counter(state.history).items():
+            if 0 <= agent < NUM_AGENTS:
+                logp[agent] += runs * penalty
+        if excluded:
+            logp[list(excluded)] = -np.inf
+        return int(logp.argmax())
 
     def tried_out(self, state: EpisodeState) -> list[int]:
         """The repeat limit: agents already run `max_tries` times in this episode (its history, which
@@ -90,7 +116,8 @@ class HashedLinearPolicy(Policy):
             raise ManifestError(f"{model_dir}: policy_class {manifest.policy_class!r}, want {POLICY_CLASS!r}")
         buckets, weights, bias, n_buckets = read_weights(model_dir / WEIGHTS_FILE)
         return cls(buckets, weights, bias, n_buckets, name=manifest.name, version=manifest.version,
-                   max_tries=int(manifest.extra.get("max_tries", 0)))
+                   max_tries=int(manifest.extra.get("max_tries", 0)),
+                   retry_discount=float(manifest.extra.get("retry_discount", 0.0)))
 
 
 def read_weights(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -162,7 +189,8 @@ def train_fast_policy_examples(examples: list[Example], out_dir: str | Path, *, 
     write_weights(out / WEIGHTS_FILE, buckets, weights, bias, n_buckets)
     version = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     policy = HashedLinearPolicy(buckets, weights, bias, n_buckets, name=name, version=version,
-                                max_tries=int((extra or {}).get("max_tries", 0)))
+                                max_tries=int((extra or {}).get("max_tries", 0)),
+                                retry_discount=float((extra or {}).get("retry_discount", 0.0)))
     majority = Counter(e.agent_id for e in train).most_common(1)[0][0]
     metrics = {"train_examples": float(len(train)), "val_examples": float(len(val)),
                "train_accuracy": accuracy(policy, train), "fit_s": fit_s,
@@ -196,9 +224,10 @@ def train_fast_policy(episodes: list[EpisodeRecord], out_dir: str | Path, *, che
 
 
 def train_fast_policy_dir(data_dir: str | Path, out_dir: str | Path, *, name: str = "fast",
-                          max_tries: int = 0) -> Manifest:
+                          max_tries: int = 0, retry_discount: float = 0.0) -> Manifest:
     """Train from a dataset built by `halo dataset build` (its splits and augmentations); `max_tries`
-    is the policy's repeat limit (HashedLinearPolicy.tried_out; 0: none), kept in its manifest."""
+    is the policy's repeat limit (HashedLinearPolicy.tried_out; 0: none), `retry_discount` its
+    move-on weight (HashedLinearPolicy.next_ranked; 0: off), both kept in its manifest."""
     from train.dataset import DatasetCard, load_examples
 
     card = DatasetCard.load(data_dir)
@@ -207,4 +236,31 @@ def train_fast_policy_dir(data_dir: str | Path, out_dir: str | Path, *, name: st
         raise EmptyDatasetError(f"{data_dir}: the training split is empty; nothing to train on")
     return train_fast_policy_examples(examples, out_dir, name=name,
                                       data_versions=[card.dataset_version, *card.sources],
-                                      extra={"max_tries": max_tries} if max_tries else None)
+                                      extra=_decision_settings(max_tries, retry_discount))
+
+
+def _decision_settings(max_tries: int, retry_discount: float) -> dict | None:
+    out = {"max_tries": max_tries} if max_tries else {}
+    if retry_discount:
+        out["retry_discount"] = retry_discount
+    return out or None
+
+
+def retry_discount_from(episodes: Iterable[EpisodeRecord], check: str = "validator") -> float:
+    """How often the teacher's chosen agent left the validator's verdict unchanged
+    (train/examples.progress_step), over the model-decided steps of the accepted episodes; with one
+    pseudo-count each way, clipped to [0.05, 0.95]. A wrong choice almost always leaves the verdict
+    unchanged and a right one sometimes does, so this over-states a right agent's failure rate:
+    the discount it gives is the cautious one."""
+    from train.examples import episode_accepted, progress_step
+
+    unchanged = total = 0
+    for ep in episodes:
+        if not episode_accepted(ep, check):
+            continue
+        for i, st in enumerate(ep.steps):
+            if st.is_hardcoded or not 0 <= st.agent_id < NUM_AGENTS:
+                continue
+            total += 1
+            unchanged += not progress_step(ep, i)
+    return min(0.95, max(0.05, (unchanged + 1) / (total + 2)))

@@ -98,6 +98,10 @@ class PipelineConfig:
     # the fast policy's repeat limit (HashedLinearPolicy.tried_out): an agent already run this many times
     # in the episode is not chosen again (0: no limit); ablated as its own row
     max_tries: int = 0
+    # the fast policy moves on from an agent that already ran with the plan still failing, to the next
+    # cause by its learned prior, weighted by how often the teacher's choices left the verdict unchanged
+    # (HashedLinearPolicy.next_ranked, fast_policy.retry_discount_from); ablated as its own row
+    next_ranked: bool = True
     verify_augment: bool = True
     ablations: bool = True
     cross_domain: bool = True
@@ -333,9 +337,9 @@ def _families(tasks: list[Task]) -> list[str]:
 def _train_variant(episodes: list[EpisodeRecord], out: Path, name: str, *, check: str, augment: int,
                    cfg: PipelineConfig, tokenizer_dir: str = "", drop_idle: bool | None = None,
                    progress_only: bool | None = None, hindsight: bool | None = None,
-                   max_tries: int | None = None) -> tuple[Path, dict[str, int]]:
+                   max_tries: int | None = None, next_ranked: bool | None = None) -> tuple[Path, dict[str, int]]:
     from train.dataset import BuildConfig, build_examples, write_dataset
-    from train.fast_policy import train_fast_policy_dir
+    from train.fast_policy import retry_discount_from, train_fast_policy_dir
 
     build = BuildConfig(check=check, augment_copies=augment, verify_augment=cfg.verify_augment, seed=cfg.seed,
                         tokenizer_dir=tokenizer_dir, drop_idle=cfg.drop_idle if drop_idle is None else drop_idle,
@@ -347,7 +351,9 @@ def _train_variant(episodes: list[EpisodeRecord], out: Path, name: str, *, check
     model_dir = out / "models" / name
     if not tokenizer_dir:
         limit = cfg.max_tries if max_tries is None else max_tries
-        train_fast_policy_dir(data_dir, model_dir, name=name, max_tries=limit)
+        moving = cfg.next_ranked if next_ranked is None else next_ranked
+        discount = retry_discount_from(episodes, check) if moving else 0.0
+        train_fast_policy_dir(data_dir, model_dir, name=name, max_tries=limit, retry_discount=discount)
     return (data_dir if tokenizer_dir else model_dir), stages
 
 
@@ -498,7 +504,8 @@ def fast_policy_stage(cfg: PipelineConfig, episodes: list[EpisodeRecord], out: P
                      "fast-no-augment": ("validator", 0, idle, prog),
                      "fast-idle-toggled": ("validator", aug, not idle, prog)}
     toggled = {"fast-hindsight-toggled": {"hindsight": not cfg.hindsight},
-               "fast-repeat-limit-toggled": {"max_tries": 0 if cfg.max_tries else REPEAT_LIMIT_ABLATION}}
+               "fast-repeat-limit-toggled": {"max_tries": 0 if cfg.max_tries else REPEAT_LIMIT_ABLATION},
+               "fast-next-ranked-toggled": {"next_ranked": not cfg.next_ranked}}
     models: dict[str, Path] = {}
     for name, (check, augment, drop_idle, progress_only) in variants.items():
         models[name], stages = _train_variant(episodes, out, name, check=check, augment=augment, cfg=cfg,
@@ -575,6 +582,8 @@ def ablation_stage(cfg: PipelineConfig, split: TaskSplit, fast: FastPolicies, ev
                  f"rules+model:{models['fast-hindsight-toggled']}"),
                 ("no repeat limit" if cfg.max_tries else f"repeat limit {REPEAT_LIMIT_ABLATION}",
                  f"rules+model:{models['fast-repeat-limit-toggled']}"),
+                ("no move to the next-ranked agent" if cfg.next_ranked else "move to the next-ranked agent",
+                 f"rules+model:{models['fast-next-ranked-toggled']}"),
                 ("no rules layer", f"model:{fast.main}")]
     rows: list[Row] = []
     main_runs = evaluation.runs["fast policy"]

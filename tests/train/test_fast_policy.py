@@ -124,3 +124,75 @@ def test_repeat_limit_moves_to_the_next_best_agent(tmp_path):
     assert limited.decide(once).agent_id == 20 and free.decide(twice).agent_id == 20
     assert limited.decide(twice).agent_id == 4
     assert limited.decide(EpisodeState("t", history=[20, 20, 4, 4, 11, 11])).agent_id == 11  # NoOp is never excluded
+
+
+def _bias_policy(prior: dict[int, float], *, discount: float, history_weight: tuple[str, int, float] | None = None
+                 ) -> HashedLinearPolicy:
+    """A fast policy whose scores are `prior` (log-weights) plus, optionally, one history feature's
+    weight on one agent (so the model itself would repeat that agent after it ran)."""
+    from train.features import hash_features
+
+    bias = np.full(21, -20.0, dtype=np.float32)
+    for agent, weight in prior.items():
+        bias[agent] = weight
+    buckets, weights = np.zeros(0, dtype=np.int64), np.zeros((0, 21), dtype=np.float32)
+    if history_weight:
+        feature, agent, weight = history_weight
+        buckets = np.array(hash_features([feature], 1 << 10), dtype=np.int64)
+        weights = np.zeros((1, 21), dtype=np.float32)
+        weights[0, agent] = weight
+    return HashedLinearPolicy(buckets, weights, bias, 1 << 10, retry_discount=discount)
+
+
+def test_next_ranked_moves_on_from_a_failed_choice_by_the_fresh_symptom_prior():
+    import math
+
+    # fresh symptom: agent 20 0.5, 18 0.4, 19 0.1; the model, having run 20, would run it again
+    prior = {20: math.log(0.5), 18: math.log(0.4), 19: math.log(0.1)}
+    state = EpisodeState("t", error_category="unsolvable_proved", history=[20])
+    repeat = ("tried=20", 20, 5.0)
+    assert _bias_policy(prior, discount=0.0, history_weight=repeat).decide(state).agent_id == 20  # off: repeats
+    moving = _bias_policy(prior, discount=0.3, history_weight=repeat)
+    assert moving.decide(state).agent_id == 18  # 0.5 * 0.3 < 0.4
+    assert moving.decide(EpisodeState("t", history=[20, 18])).agent_id == 20  # 0.15 > 0.12, > 0.1
+    assert moving.decide(EpisodeState("t", history=[20, 18, 20])).agent_id == 18  # 0.045 < 0.12
+    # a dominant cause is retried: 0.95 * 0.3 > 0.05
+    dominant = _bias_policy({20: math.log(0.95), 18: math.log(0.05)}, discount=0.3, history_weight=repeat)
+    assert dominant.decide(state).agent_id == 20
+    # a new agent the model chooses is kept as it is; a valid plan is not second-guessed
+    assert moving.decide(EpisodeState("t", history=[9])).agent_id == 20
+    assert moving.decide(EpisodeState("t", history=[20], plan_valid=True)).agent_id == 20
+
+
+def test_retry_discount_is_read_from_the_manifest_and_checked(tmp_path):
+    episodes = synthetic_episodes(n_tasks=20, noise=0.1, seed=3)
+    train_fast_policy(episodes, tmp_path / "old")
+    assert load_policy(tmp_path / "old").retry_discount == 0.0  # models without the setting keep deciding as before
+    manifest = Manifest.load(tmp_path / "old")
+    manifest.extra["retry_discount"] = 0.4
+    manifest.save(tmp_path / "old")
+    assert load_policy(tmp_path / "old").retry_discount == pytest.approx(0.4)
+    manifest.extra["retry_discount"] = 1.5
+    manifest.save(tmp_path / "old")
+    with pytest.raises(ManifestError, match="retry_discount must be in"):
+        load_policy(tmp_path / "old")
+
+
+def test_retry_discount_counts_the_teacher_steps_that_left_the_verdict_unchanged():
+    from rollout.core.agent_table import agent_name
+    from rollout.core.trajectory import EpisodeRecord, StepRecord
+    from train.fast_policy import retry_discount_from
+
+    def episode(accepted: bool, name: str) -> EpisodeRecord:
+        failing = EpisodeState("t", error_category="unsolvable_proved", validator_errors="error: unsolvable")
+        states = [failing, failing, failing, EpisodeState("t", plan_valid=True)]
+        steps = [StepRecord(step=i, state_json=s.to_json(), agent_id=20 if i < 3 else 11, agent_name=agent_name(20),
+                            decided_by="teacher" if i < 3 else "rule", is_hardcoded=i == 3, llm_calls=1)
+                 for i, s in enumerate(states)]
+        return EpisodeRecord(episode_id=name, run_id="r", task_id="t", family="classical", domain_name="d",
+                             policy_name="teacher", policy_version="1", llm_backend="sim",
+                             success_validator=accepted, success_oracle=accepted, steps=steps)
+
+    # steps 0 and 1 left the verdict as it was, step 2 reached a valid plan: (2 + 1) / (3 + 2)
+    assert retry_discount_from([episode(True, "a"), episode(False, "b")]) == pytest.approx(0.6)
+    assert retry_discount_from([]) == pytest.approx(0.5)
