@@ -27,7 +27,7 @@ from rollout.core.trajectory import EpisodeRecord
 from solvers.errors import InputError
 from train.encoder import ENCODER_VERSION
 from train.examples import Example, select_examples, split_by_task
-from train.features import DEFAULT_BUCKETS, FEATURE_VERSION, hash_features, state_features
+from train.features import DEFAULT_BUCKETS, FEATURE_VERSION, FEATURE_VERSIONS, hash_features, state_features
 from train.manifest import Manifest, ManifestError
 
 POLICY_CLASS = "hashed_linear"
@@ -45,7 +45,7 @@ class HashedLinearPolicy(Policy):
 
     def __init__(self, buckets: np.ndarray, weights: np.ndarray, bias: np.ndarray, n_buckets: int,
                  *, name: str = POLICY_CLASS, version: str = "0", max_tries: int = 0,
-                 retry_discount: float = 0.0) -> None:
+                 retry_discount: float = 0.0, feature_version: str = FEATURE_VERSION) -> None:
         if weights.shape != (len(buckets), NUM_AGENTS) or bias.shape != (NUM_AGENTS,):
             raise ManifestError(f"weights have shape {weights.shape}/{bias.shape}, "
                                 f"want (k, {NUM_AGENTS})/({NUM_AGENTS},)")
@@ -53,6 +53,10 @@ class HashedLinearPolicy(Policy):
         self._weights = weights.astype(np.float32)
         self._bias = bias.astype(np.float32)
         self._n_buckets = int(n_buckets)
+        if feature_version not in FEATURE_VERSIONS:
+            raise ManifestError(f"feature set {feature_version!r} is not computed by this version (it computes "
+                                f"{', '.join(FEATURE_VERSIONS)}); retrain the fast policy")
+        self.feature_version = feature_version
         self.name = name
         self.version = version
         self.max_tries = int(max_tries)  # 0: no limit (see tried_out)
@@ -61,7 +65,8 @@ class HashedLinearPolicy(Policy):
         self.retry_discount = float(retry_discount)  # 0: off (see next_ranked)
 
     def scores(self, state: EpisodeState) -> np.ndarray:
-        rows = [self._rows[b] for b in hash_features(state_features(state), self._n_buckets) if b in self._rows]
+        feats = state_features(state, self.feature_version)
+        rows = [self._rows[b] for b in hash_features(feats, self._n_buckets) if b in self._rows]
         return self._bias + np.add.reduce(self._weights[rows], axis=0) if rows else self._bias.copy()
 
     def _decide(self, state: EpisodeState) -> Decision:
@@ -117,7 +122,9 @@ class HashedLinearPolicy(Policy):
         buckets, weights, bias, n_buckets = read_weights(model_dir / WEIGHTS_FILE)
         return cls(buckets, weights, bias, n_buckets, name=manifest.name, version=manifest.version,
                    max_tries=int(manifest.extra.get("max_tries", 0)),
-                   retry_discount=float(manifest.extra.get("retry_discount", 0.0)))
+                   retry_discount=float(manifest.extra.get("retry_discount", 0.0)),
+                   # artifacts from before the version was recorded were trained on halo-feat-3
+                   feature_version=str(manifest.extra.get("feature_version", "halo-feat-3")))
 
 
 def read_weights(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:

@@ -17,12 +17,15 @@ import zlib
 from collections.abc import Iterable
 
 from rollout.core.state import EpisodeState
-from rollout.pddl.sections import section, sections
+from rollout.pddl.sections import section, sections, typed_list
 from rollout.pddl.sexpr import SExprError, parse_shared
 from train.cost_budget import OverBudget, check_budget, time_budget
 from train.reachability import goal_reachability
 
-FEATURE_VERSION = "halo-feat-3"
+FEATURE_VERSION = "halo-feat-4"
+# The feature sets a fast-policy artifact may name: halo-feat-3 is halo-feat-4 without the type
+# consistency read (_type_features); an artifact is scored with the set it was trained on.
+FEATURE_VERSIONS = ("halo-feat-3", FEATURE_VERSION)
 DEFAULT_BUCKETS = 1 << 20
 
 _CODE_RE = re.compile(r"\[([a-z_]+\.[a-z_]+)\]")
@@ -48,12 +51,19 @@ def _words(text: str) -> list[str]:
     return _WORD_RE.findall(text.lower())
 
 
-def state_features(state: EpisodeState) -> list[str]:
+class FeatureVersionError(ValueError):
+    pass
+
+
+def state_features(state: EpisodeState, version: str = FEATURE_VERSION) -> list[str]:
+    if version not in FEATURE_VERSIONS:
+        raise FeatureVersionError(f"feature set {version!r} is not computed by this version "
+                                  f"(it computes {', '.join(FEATURE_VERSIONS)}); retrain the model")
     with time_budget(FEATURE_BUDGET_S):
-        return _state_features(state)
+        return _state_features(state, types=version != "halo-feat-3")
 
 
-def _state_features(state: EpisodeState) -> list[str]:
+def _state_features(state: EpisodeState, *, types: bool = True) -> list[str]:
     feats = ["bias", f"cat={state.error_category or 'none'}", f"found={state.plan_found}",
              f"valid={state.plan_valid}", f"planner={state.target_planner}", f"step={min(state.step, 9)}",
              f"dom_empty={not state.domain.strip()}", f"prob_empty={not state.problem.strip()}",
@@ -90,6 +100,8 @@ def _state_features(state: EpisodeState) -> list[str]:
     else:
         try:
             static = _static_features(state.domain, state.problem) + _goal_text(state)
+            if types:
+                static += _type_features(state.domain, state.problem)
         except OverBudget:
             static = ("static=unknown",)
     feats.extend(static)
@@ -121,6 +133,83 @@ def _static_features(domain: str, problem: str) -> tuple[str, ...]:
     if not orphans:
         return ("static=all_established",)
     return ("static=unestablished_pre", f"static=unestablished_arity0={any(needed[p] == 0 for p in orphans)}")
+
+
+@functools.lru_cache(maxsize=512)
+def _type_features(domain: str, problem: str) -> tuple[str, ...]:
+    """Whether the PDDL's types agree with each other, as a reader checks them by hand: an action
+    passes a variable to a predicate whose parameter is of a narrower type (`type_use=wider`) or
+    of a type the hierarchy does not relate to it at all (`type_use=unrelated`), and an initial
+    fact names an object whose type does not fit its predicate (`type_init=mismatch`), and a
+    predicate's argument type has no object of it or below it (`type_pred=unpopulated`). These
+    tell a type hierarchy that lost a parent, or a predicate typed too narrowly, from a missing
+    fact or a wrong goal, which all leave the planner proving the task unsolvable."""
+    check_budget()  # past the budget: OverBudget, uncached (the caller falls back)
+    try:
+        dom, prob = parse_shared(domain), parse_shared(problem)
+    except SExprError:
+        return ()
+    types = section(dom, ":types")
+    if not types:
+        return ("types=none",)
+    parent = {child.lower(): typ.lower() for child, typ in typed_list(types[1:])}
+    preds = {str(p[0]).lower(): [t.lower() for _, t in typed_list(p[1:])]
+             for p in (section(dom, ":predicates") or [])[1:] if isinstance(p, list) and p and isinstance(p[0], str)}
+    objects = {o.lower(): t.lower() for key, tree in ((":constants", dom), (":objects", prob))
+               for o, t in typed_list((section(tree, key) or [key])[1:])}
+    found = _action_type_uses(dom, parent, preds) | _init_type_uses(prob, objects, parent, preds)
+    used = {t for ts in preds.values() for t in ts if t != "object"}
+    if any(not any(_is_sub(have, t, parent) for have in objects.values()) for t in used):
+        found.add("type_pred=unpopulated")  # a predicate argument type that no object has
+    return tuple(sorted(found)) or ("types=consistent",)
+
+
+def _is_sub(typ: str, want: str, parent: dict[str, str]) -> bool:
+    seen: set[str] = set()
+    while typ not in seen:
+        if typ == want or want == "object":
+            return True
+        seen.add(typ)
+        typ = parent.get(typ, "object")
+    return False
+
+
+def _action_type_uses(dom: list, parent: dict[str, str], preds: dict[str, list[str]]) -> set[str]:
+    out: set[str] = set()
+    for action in sections(dom, ":action"):
+        params: dict[str, str] = {}
+        for i in range(2, len(action) - 1):
+            if action[i] == ":parameters" and isinstance(action[i + 1], list):
+                params = {v.lower(): t.lower() for v, t in typed_list(action[i + 1])}
+        for i in range(2, len(action) - 1):
+            if action[i] in (":precondition", ":effect"):
+                for atom in _typed_atoms(action[i + 1]):
+                    for arg, want in zip(atom[1:], preds.get(atom[0], []), strict=False):
+                        have = params.get(arg)
+                        if have and not _is_sub(have, want, parent):
+                            out.add("type_use=wider" if _is_sub(want, have, parent) else "type_use=unrelated")
+    return out
+
+
+def _init_type_uses(prob: list, objects: dict[str, str], parent: dict[str, str],
+                    preds: dict[str, list[str]]) -> set[str]:
+    for fact in (section(prob, ":init") or [])[1:]:
+        if isinstance(fact, list) and fact and isinstance(fact[0], str) and all(isinstance(a, str) for a in fact):
+            for arg, want in zip(fact[1:], preds.get(fact[0].lower(), []), strict=False):
+                have = objects.get(arg.lower())
+                if have and not _is_sub(have, want, parent):
+                    return {"type_init=mismatch"}
+    return set()
+
+
+def _typed_atoms(expr: object) -> list[list[str]]:
+    """The atoms of a precondition or effect (under and/not/or/imply/when/forall/exists), lower case."""
+    if not isinstance(expr, list) or not expr or not isinstance(expr[0], str):
+        return []
+    head = expr[0].lower()
+    if head in ("and", "or", "not", "imply", "when", "forall", "exists", "preference"):
+        return [a for e in expr[1:] for a in _typed_atoms(e)]
+    return [[x.lower() for x in expr]] if all(isinstance(x, str) for x in expr) else []
 
 
 _GOAL_TEXT_RE = re.compile(r"\bgoal\b", re.IGNORECASE)

@@ -196,3 +196,47 @@ def test_retry_discount_counts_the_teacher_steps_that_left_the_verdict_unchanged
     # steps 0 and 1 left the verdict as it was, step 2 reached a valid plan: (2 + 1) / (3 + 2)
     assert retry_discount_from([episode(True, "a"), episode(False, "b")]) == pytest.approx(0.6)
     assert retry_discount_from([]) == pytest.approx(0.5)
+
+
+_TYPED_DOMAIN = """(define (domain d) (:requirements :strips :typing) (:types truck plane - vehicle place)
+  (:predicates (at ?v - vehicle ?p - place))
+  (:action move :parameters (?v - truck ?from ?to - place)
+    :precondition (at ?v ?from) :effect (and (not (at ?v ?from)) (at ?v ?to))))"""
+_TYPED_PROBLEM = "(define (problem p) (:domain d) (:objects t1 - truck a b - place) (:init (at t1 a)) (:goal (at t1 b)))"
+
+
+def test_type_features_tell_a_lost_parent_from_a_narrowed_predicate_and_from_consistent_types():
+    from train.features import _type_features
+
+    assert _type_features(_TYPED_DOMAIN, _TYPED_PROBLEM) == ("types=consistent",)
+    lost_parent = _TYPED_DOMAIN.replace("truck plane - vehicle place", "truck plane vehicle place")
+    assert _type_features(lost_parent, _TYPED_PROBLEM) == ("type_init=mismatch", "type_pred=unpopulated",
+                                                           "type_use=unrelated")
+    narrowed = _TYPED_DOMAIN.replace("(at ?v - vehicle ?p - place))", "(at ?v - plane ?p - place))")
+    feats = _type_features(narrowed, _TYPED_PROBLEM)
+    assert "type_use=unrelated" in feats and "type_init=mismatch" in feats
+    assert "type_pred=unpopulated" in feats  # no plane among the objects
+    wider = narrowed.replace("?v - truck ?from", "?v - vehicle ?from")
+    assert "type_use=wider" in _type_features(wider, _TYPED_PROBLEM)
+    assert _type_features("(define (domain d) (:predicates (p)))", "(define (problem q) (:domain d))") == ("types=none",)
+
+
+def test_feature_sets_by_version_and_old_artifacts(tmp_path):
+    from train.features import FEATURE_VERSION, FeatureVersionError, state_features
+
+    state = EpisodeState("t", domain=_TYPED_DOMAIN, problem=_TYPED_PROBLEM, error_category="unsolvable_proved")
+    new, old = state_features(state), state_features(state, "halo-feat-3")
+    assert "types=consistent" in new and "types=consistent|unsolvable_proved" in new
+    assert not any(f.startswith("type") for f in old) and set(old) < set(new)
+    with pytest.raises(FeatureVersionError, match="retrain"):
+        state_features(state, "halo-feat-1")
+    train_fast_policy(synthetic_episodes(n_tasks=20, noise=0.1, seed=4), tmp_path / "m")
+    manifest = Manifest.load(tmp_path / "m")
+    assert manifest.extra["feature_version"] == FEATURE_VERSION == load_policy(tmp_path / "m").feature_version
+    del manifest.extra["feature_version"]  # an artifact from before the version was recorded: halo-feat-3
+    manifest.save(tmp_path / "m")
+    assert load_policy(tmp_path / "m").feature_version == "halo-feat-3"
+    manifest.extra["feature_version"] = "halo-feat-9"
+    manifest.save(tmp_path / "m")
+    with pytest.raises(ManifestError, match="feature set 'halo-feat-9' is not computed"):
+        load_policy(tmp_path / "m")
