@@ -58,6 +58,14 @@ def test_pipeline_small_end_to_end(tmp_path):
     assert paired["difference"] == pytest.approx(100 * (fast.oracle_success - teacher.oracle_success), abs=0.01)
     assert paired["better"] - paired["worse"] == round(paired["difference"] * fast.episodes / 100)
     assert "SIMULATED" in format_report(result) and result.targets
+    # the main fast policy moves to the next-ranked agent, its discount measured on the teacher's data
+    from train.fast_policy import retry_discount_from
+    from train.manifest import Manifest
+
+    extra = Manifest.load(tmp_path / "models" / "fast").extra
+    assert extra["retry_discount"] == pytest.approx(retry_discount_from(episodes))
+    assert 0.05 <= extra["retry_discount"] < 1
+    assert extra["feature_version"] == "halo-feat-4"
     # Table 2: families x policies with the paper's accounting, in pipeline.json
     import json
 
