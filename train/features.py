@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from rollout.core.state import EpisodeState
 from rollout.pddl.sections import section, sections, typed_list
 from rollout.pddl.sexpr import SExprError, parse_shared
+from solvers.errors import InputError
 from train.cost_budget import OverBudget, check_budget, time_budget
 from train.reachability import goal_reachability
 
@@ -51,7 +52,7 @@ def _words(text: str) -> list[str]:
     return _WORD_RE.findall(text.lower())
 
 
-class FeatureVersionError(ValueError):
+class FeatureVersionError(InputError, ValueError):
     pass
 
 

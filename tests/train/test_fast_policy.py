@@ -202,7 +202,8 @@ _TYPED_DOMAIN = """(define (domain d) (:requirements :strips :typing) (:types tr
   (:predicates (at ?v - vehicle ?p - place))
   (:action move :parameters (?v - truck ?from ?to - place)
     :precondition (at ?v ?from) :effect (and (not (at ?v ?from)) (at ?v ?to))))"""
-_TYPED_PROBLEM = "(define (problem p) (:domain d) (:objects t1 - truck a b - place) (:init (at t1 a)) (:goal (at t1 b)))"
+_TYPED_PROBLEM = ("(define (problem p) (:domain d) (:objects t1 - truck a b - place) (:init (at t1 a))"
+                  " (:goal (at t1 b)))")
 
 
 def test_type_features_tell_a_lost_parent_from_a_narrowed_predicate_and_from_consistent_types():
@@ -218,7 +219,8 @@ def test_type_features_tell_a_lost_parent_from_a_narrowed_predicate_and_from_con
     assert "type_pred=unpopulated" in feats  # no plane among the objects
     wider = narrowed.replace("?v - truck ?from", "?v - vehicle ?from")
     assert "type_use=wider" in _type_features(wider, _TYPED_PROBLEM)
-    assert _type_features("(define (domain d) (:predicates (p)))", "(define (problem q) (:domain d))") == ("types=none",)
+    untyped = _type_features("(define (domain d) (:predicates (p)))", "(define (problem q) (:domain d))")
+    assert untyped == ("types=none",)
 
 
 def test_feature_sets_by_version_and_old_artifacts(tmp_path):
