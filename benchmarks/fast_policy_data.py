@@ -29,12 +29,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 VARIANTS: dict[str, dict] = {
     "base": {},
     "nextrank": {"next_ranked": True},
+    "nextrank-model": {"next_ranked": True, "retry_prior": "model"},
     "hindsight": {"hindsight": True},
     "progress": {"progress_only": True},
     "cheap": {"prefer_cheap": True},
     "hindsight+cheap": {"hindsight": True, "prefer_cheap": True},
     "oracle": {"check": "oracle"},
 }
+
+
+def _set_manifest_extra(model_dir: Path, **extra: object) -> None:
+    from train.manifest import Manifest
+
+    manifest = Manifest.load(model_dir)
+    manifest.extra.update(extra)
+    manifest.save(model_dir)
 
 
 def _reference(held: list, eseeds: list[int], llm: str, base: list, base_calls: float) -> None:
@@ -73,11 +82,14 @@ def run_world(llm: str, tasks_spec: str, train_seeds: int, eval_seeds: int, trai
         for name in variants:
             settings = dict(VARIANTS[name])
             discount = retry_discount_from(eps) if settings.pop("next_ranked", False) else 0.0
+            prior = settings.pop("retry_prior", "fresh")
             build = BuildConfig(drop_idle=True, **settings)
             examples, stages = build_examples(eps, build)
             d = out / f"{name}-{n_seeds}"
             write_dataset(examples, stages, d / "data", config=build, sources=["t"])
             train_fast_policy_dir(d / "data", d / "model", name=name, retry_discount=discount)
+            if prior != "fresh":  # a decision setting: the same weights, the prior named in the manifest
+                _set_manifest_extra(d / "model", retry_prior=prior)
             recs = run_policy(held, f"rules+model:{d / 'model'}", eseeds, "f", 16, llm).records
             diff = paired_difference(recs, base)
             calls = sum(r.total_llm_calls for r in recs) / len(recs)

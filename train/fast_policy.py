@@ -31,6 +31,7 @@ from train.features import DEFAULT_BUCKETS, FEATURE_VERSION, FEATURE_VERSIONS, h
 from train.manifest import Manifest, ManifestError
 
 POLICY_CLASS = "hashed_linear"
+RETRY_PRIORS = ("fresh", "model")  # HashedLinearPolicy.next_ranked's prior
 WEIGHTS_FILE = "weights.npz"
 # The fast policy's labels are the plain IDs: it has no tokenizer.
 ID_LABELS = {i: str(i) for i in AGENT_IDS}
@@ -45,7 +46,8 @@ class HashedLinearPolicy(Policy):
 
     def __init__(self, buckets: np.ndarray, weights: np.ndarray, bias: np.ndarray, n_buckets: int,
                  *, name: str = POLICY_CLASS, version: str = "0", max_tries: int = 0,
-                 retry_discount: float = 0.0, feature_version: str = FEATURE_VERSION) -> None:
+                 retry_discount: float = 0.0, feature_version: str = FEATURE_VERSION,
+                 retry_prior: str = "fresh") -> None:
         if weights.shape != (len(buckets), NUM_AGENTS) or bias.shape != (NUM_AGENTS,):
             raise ManifestError(f"weights have shape {weights.shape}/{bias.shape}, "
                                 f"want (k, {NUM_AGENTS})/({NUM_AGENTS},)")
@@ -63,6 +65,9 @@ class HashedLinearPolicy(Policy):
         if not 0.0 <= retry_discount < 1.0:
             raise ManifestError(f"retry_discount must be in [0, 1), got {retry_discount}")
         self.retry_discount = float(retry_discount)  # 0: off (see next_ranked)
+        if retry_prior not in RETRY_PRIORS:
+            raise ManifestError(f"retry_prior must be one of {', '.join(RETRY_PRIORS)}, got {retry_prior!r}")
+        self.retry_prior = retry_prior
 
     def scores(self, state: EpisodeState) -> np.ndarray:
         feats = state_features(state, self.feature_version)
@@ -87,8 +92,10 @@ class HashedLinearPolicy(Policy):
         is what the teacher's first choices on a symptom taught it); each earlier run of an agent that
         left the plan failing multiplies its weight by `retry_discount`, the chance, measured on the
         teacher's data (`retry_discount_from`), that a chosen agent leaves the verdict unchanged. So a
-        choice that keeps failing gives way to the next-ranked cause, and a dominant one is retried."""
-        prior = self.scores(dataclasses.replace(state, history=[]))
+        choice that keeps failing gives way to the next-ranked cause, and a dominant one is retried.
+        With `retry_prior` "model" the prior is the model's own scores of the state, history included
+        (what the teacher's later choices taught it), instead of the fresh symptom's."""
+        prior = self.scores(dataclasses.replace(state, history=[]) if self.retry_prior == "fresh" else state)
         logp = prior - np.logaddexp.reduce(prior)
         penalty = math.log(self.retry_discount)
         for agent, runs in Counter(state.history).items():
@@ -124,7 +131,8 @@ class HashedLinearPolicy(Policy):
                    max_tries=int(manifest.extra.get("max_tries", 0)),
                    retry_discount=float(manifest.extra.get("retry_discount", 0.0)),
                    # artifacts from before the version was recorded were trained on halo-feat-3
-                   feature_version=str(manifest.extra.get("feature_version", "halo-feat-3")))
+                   feature_version=str(manifest.extra.get("feature_version", "halo-feat-3")),
+                   retry_prior=str(manifest.extra.get("retry_prior", "fresh")))
 
 
 def read_weights(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:

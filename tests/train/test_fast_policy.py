@@ -126,8 +126,8 @@ def test_repeat_limit_moves_to_the_next_best_agent(tmp_path):
     assert limited.decide(EpisodeState("t", history=[20, 20, 4, 4, 11, 11])).agent_id == 11  # NoOp is never excluded
 
 
-def _bias_policy(prior: dict[int, float], *, discount: float, history_weight: tuple[str, int, float] | None = None
-                 ) -> HashedLinearPolicy:
+def _bias_policy(prior: dict[int, float], *, discount: float, history_weight: tuple[str, int, float] | None = None,
+                 retry_prior: str = "fresh") -> HashedLinearPolicy:
     """A fast policy whose scores are `prior` (log-weights) plus, optionally, one history feature's
     weight on one agent (so the model itself would repeat that agent after it ran)."""
     from train.features import hash_features
@@ -141,7 +141,7 @@ def _bias_policy(prior: dict[int, float], *, discount: float, history_weight: tu
         buckets = np.array(hash_features([feature], 1 << 10), dtype=np.int64)
         weights = np.zeros((1, 21), dtype=np.float32)
         weights[0, agent] = weight
-    return HashedLinearPolicy(buckets, weights, bias, 1 << 10, retry_discount=discount)
+    return HashedLinearPolicy(buckets, weights, bias, 1 << 10, retry_discount=discount, retry_prior=retry_prior)
 
 
 def test_next_ranked_moves_on_from_a_failed_choice_by_the_fresh_symptom_prior():
@@ -162,6 +162,29 @@ def test_next_ranked_moves_on_from_a_failed_choice_by_the_fresh_symptom_prior():
     # a new agent the model chooses is kept as it is; a valid plan is not second-guessed
     assert moving.decide(EpisodeState("t", history=[9])).agent_id == 20
     assert moving.decide(EpisodeState("t", history=[20], plan_valid=True)).agent_id == 20
+    with pytest.raises(ManifestError, match="retry_prior must be one of"):
+        _bias_policy(prior, discount=0.3, retry_prior="later")
+
+
+def test_next_ranked_with_the_model_prior_keeps_what_the_history_taught():
+    import math
+
+    from train.features import hash_features
+
+    # fresh: 20 0.5, 18 0.4, 1 0.1; after 20 ran the model raises 20 (+1.6) and the generalist 1 (+2.0)
+    bias = np.full(21, -20.0, dtype=np.float32)
+    bias[20], bias[18], bias[1] = math.log(0.5), math.log(0.4), math.log(0.1)
+    buckets = np.array(hash_features(["tried=20"], 1 << 10), dtype=np.int64)
+    weights = np.zeros((1, 21), dtype=np.float32)
+    weights[0, 20], weights[0, 1] = 1.6, 2.0
+    state = EpisodeState("t", error_category="unsolvable_proved", history=[20])
+
+    def choice(prior: str) -> int:
+        return HashedLinearPolicy(buckets, weights, bias, 1 << 10, retry_discount=0.2,
+                                  retry_prior=prior).decide(state).agent_id
+
+    assert choice("fresh") == 18  # 0.5 * 0.2 < 0.4
+    assert choice("model") == 1  # the model's scores with the history: 1 (-0.30) beats 20 (0.91 + log 0.2)
 
 
 def test_retry_discount_is_read_from_the_manifest_and_checked(tmp_path):
