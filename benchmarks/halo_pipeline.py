@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-next-ranked", action="store_true",
                     help="the fast policy repeats its first choice instead of moving to the next-ranked agent "
                          "when that choice left the plan failing (ablated either way)")
+    ap.add_argument("--retry-prior", choices=("fresh", "model"), default="fresh",
+                    help="the next-ranked move's prior: the symptom seen afresh, or the model's own scores")
     ap.add_argument("--usd-per-hour", type=float, default=1.2, help="hardware price of the trained policy")
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--llm-policy", action="store_true", help="also train and evaluate the SmolLM2 LoRA policy")
@@ -115,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         out=out, tasks=tasks, stronger="" if args.no_stronger else "teacher:model=sim,profile=stronger",
         vanilla=not args.no_vanilla, dynamic_ablation=not args.no_dynamic, holdout_domains=holdout,
         hindsight=args.hindsight, max_tries=args.max_tries, next_ranked=not args.no_next_ranked,
+        retry_prior=args.retry_prior,
         teacher=args.teacher, baseline=args.baseline, train_seeds=args.train_seeds or (2 if args.quick else 6),
         eval_seeds=args.eval_seeds or (1 if args.quick else 6),
         cross_domain_seeds=args.cross_domain_seeds, progress_only=args.progress_only,

@@ -239,7 +239,7 @@ def train_fast_policy(episodes: list[EpisodeRecord], out_dir: str | Path, *, che
 
 
 def train_fast_policy_dir(data_dir: str | Path, out_dir: str | Path, *, name: str = "fast",
-                          max_tries: int = 0, retry_discount: float = 0.0) -> Manifest:
+                          max_tries: int = 0, retry_discount: float = 0.0, retry_prior: str = "fresh") -> Manifest:
     """Train from a dataset built by `halo dataset build` (its splits and augmentations); `max_tries`
     is the policy's repeat limit (HashedLinearPolicy.tried_out; 0: none), `retry_discount` its
     move-on weight (HashedLinearPolicy.next_ranked; 0: off), both kept in its manifest."""
@@ -251,13 +251,15 @@ def train_fast_policy_dir(data_dir: str | Path, out_dir: str | Path, *, name: st
         raise EmptyDatasetError(f"{data_dir}: the training split is empty; nothing to train on")
     return train_fast_policy_examples(examples, out_dir, name=name,
                                       data_versions=[card.dataset_version, *card.sources],
-                                      extra=_decision_settings(max_tries, retry_discount))
+                                      extra=_decision_settings(max_tries, retry_discount, retry_prior))
 
 
-def _decision_settings(max_tries: int, retry_discount: float) -> dict | None:
-    out = {"max_tries": max_tries} if max_tries else {}
+def _decision_settings(max_tries: int, retry_discount: float, retry_prior: str) -> dict | None:
+    out: dict = {"max_tries": max_tries} if max_tries else {}
     if retry_discount:
         out["retry_discount"] = retry_discount
+        if retry_prior != "fresh":
+            out["retry_prior"] = retry_prior
     return out or None
 
 

@@ -103,6 +103,7 @@ class PipelineConfig:
     # cause by its learned prior, weighted by how often the teacher's choices left the verdict unchanged
     # (HashedLinearPolicy.next_ranked, fast_policy.retry_discount_from); ablated as its own row
     next_ranked: bool = True
+    retry_prior: str = "fresh"  # the next-ranked move's prior (HashedLinearPolicy.retry_prior): fresh | model
     verify_augment: bool = True
     ablations: bool = True
     cross_domain: bool = True
@@ -353,7 +354,8 @@ def _train_variant(episodes: list[EpisodeRecord], out: Path, name: str, *, check
         limit = cfg.max_tries if max_tries is None else max_tries
         moving = cfg.next_ranked if next_ranked is None else next_ranked
         discount = retry_discount_from(episodes, check) if moving else 0.0
-        train_fast_policy_dir(data_dir, model_dir, name=name, max_tries=limit, retry_discount=discount)
+        train_fast_policy_dir(data_dir, model_dir, name=name, max_tries=limit, retry_discount=discount,
+                              retry_prior=cfg.retry_prior)
     return (data_dir if tokenizer_dir else model_dir), stages
 
 
