@@ -153,6 +153,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--lr", type=float, default=0.5)
     ap.add_argument("--pull", type=float, default=0.05)
     ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--adv-norm", default="none")
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--clip", type=float, default=0.0)
+    ap.add_argument("--entropy", type=float, default=0.0)
     ap.add_argument("--llm", default="sim:scale=0")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--concurrency", type=int, default=4)
@@ -185,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     start_dir = supervised_start(train, args, out)
     settings = RLSettings(tasks="", iterations=args.iterations, tasks_per_iter=args.tasks_per_iter, group=args.group,
                           price_per_call=args.price_per_call, lr=args.lr, pull=args.pull,
-                          temperature=args.temperature, seed=args.seed, concurrency=args.concurrency, llm=args.llm)
+                          temperature=args.temperature, adv_norm=args.adv_norm, epochs=args.epochs, clip=args.clip,
+                          entropy=args.entropy, seed=args.seed, concurrency=args.concurrency, llm=args.llm)
     run_rl(settings, start_dir, out / "rl", log=lambda line: print(line, file=sys.stderr), tasks=train)
     seeds = [2000 + s for s in range(args.eval_seeds)]
     figures, dropped = {}, 0
