@@ -199,6 +199,7 @@ class PolicyStep:
     agent: int
     advantage: float
     old_logp: float
+    old_logps: np.ndarray  # the sampling policy's log-probabilities of every agent (for the KL)
 
 
 def batch_steps(params: LinearWeights, batch: Batch, temperature: float
@@ -210,7 +211,8 @@ def batch_steps(params: LinearWeights, batch: Batch, temperature: float
     steps = []
     for advantage, ids, agent in raw:
         rows = params.rows(ids)
-        steps.append(PolicyStep(rows, agent, advantage, float(log_softmax(params.scores(rows) / temperature)[agent])))
+        logps = log_softmax(params.scores(rows) / temperature)
+        steps.append(PolicyStep(rows, agent, advantage, float(logps[agent]), logps))
     return params, steps
 
 
@@ -249,18 +251,42 @@ def policy_gradient(params: LinearWeights, batch: Batch, temperature: float
     return (params, *surrogate_gradient(params, steps, len(batch.scored), temperature))
 
 
+def mean_kl(params: LinearWeights, steps: list[PolicyStep], temperature: float) -> float:
+    """Mean over the batch's model steps of KL(sampling policy || params), in nats."""
+    if not steps:
+        return 0.0
+    total = 0.0
+    for st in steps:
+        new = log_softmax(params.scores(st.rows) / temperature)
+        total += float((np.exp(st.old_logps) * (st.old_logps - new)).sum())
+    return total / len(steps)
+
+
 def rl_update(params: LinearWeights, start: LinearWeights, batch: Batch, *, lr: float, pull: float,
-              temperature: float, epochs: int = 1, clip: float = 0.0, entropy: float = 0.0) -> LinearWeights:
+              temperature: float, epochs: int = 1, clip: float = 0.0, entropy: float = 0.0,
+              max_kl: float = 0.0) -> LinearWeights:
     """`epochs` gradient-ascent steps on the batch's clipped surrogate (see surrogate_gradient)
     minus pull/2 * ||theta - theta_start||^2 (theta: the weights and the bias). One epoch without
-    clip or entropy is one REINFORCE step."""
+    clip or entropy is one REINFORCE step. max_kl > 0 is a trust region: a step that would take
+    the mean KL from the sampling policy at the batch's states past it is halved until it does
+    not (at most 12 times), and the epochs end there."""
     params, steps = batch_steps(params, batch, temperature)
     w0 = start.aligned_to(params)
     for _ in range(epochs):
         grad_w, grad_b = surrogate_gradient(params, steps, len(batch.scored), temperature, clip, entropy)
-        weights = params.weights + lr * (grad_w - pull * (params.weights - w0))
-        bias = params.bias + lr * (grad_b - pull * (params.bias - start.bias))
-        params = LinearWeights(params.buckets, weights, bias, params.n_buckets)
+        step_w, step_b = grad_w - pull * (params.weights - w0), grad_b - pull * (params.bias - start.bias)
+        scale = lr
+        for _ in range(12):
+            moved = LinearWeights(params.buckets, params.weights + scale * step_w, params.bias + scale * step_b,
+                                  params.n_buckets)
+            if not max_kl or mean_kl(moved, steps, temperature) <= max_kl:
+                break
+            scale /= 2
+        else:
+            return params  # no step small enough: stay
+        params = moved
+        if scale < lr:
+            break
     return params
 
 

@@ -60,6 +60,7 @@ class RLSettings:
     epochs: int = 1  # gradient steps per batch (more than 1: on the clipped surrogate)
     clip: float = 0.0  # of the probability ratio, PPO-style (0: unclipped)
     entropy: float = 0.0  # entropy bonus of the sampling policy at the model's steps
+    max_kl: float = 0.0  # trust region: mean KL (nats) from the sampling policy per update (0: none)
     seed: int = 0
     concurrency: int = 4
     llm: str = "sim:scale=0"  # the simulated world the episodes run in
@@ -70,8 +71,10 @@ class RLSettings:
                 raise RLError(f"--{name.replace('_', '-')} must be at least 1")
         if self.group < 2:
             raise RLError("--group must be at least 2 (the baseline is the group's mean)")
-        if self.temperature <= 0 or self.lr <= 0 or min(self.pull, self.price_per_call, self.clip, self.entropy) < 0:
-            raise RLError("--temperature and --lr must be > 0; --pull, --price-per-call, --clip and --entropy >= 0")
+        if self.temperature <= 0 or self.lr <= 0:
+            raise RLError("--temperature and --lr must be > 0")
+        if min(self.pull, self.price_per_call, self.clip, self.entropy, self.max_kl) < 0:
+            raise RLError("--pull, --price-per-call, --clip, --entropy and --max-kl must be >= 0")
         if self.adv_norm not in ADVANTAGE_NORMS:
             raise RLError(f"--adv-norm {self.adv_norm!r}: one of {', '.join(ADVANTAGE_NORMS)}")
 
@@ -144,7 +147,8 @@ def run_rl(settings: RLSettings, init_dir: Path, out_dir: Path, log: Log = print
                                  settings.adv_norm)
         sampled = batch_diagnostics(params, batch, settings.temperature)
         params = rl_update(params, start, batch, lr=settings.lr, pull=settings.pull, temperature=settings.temperature,
-                           epochs=settings.epochs, clip=settings.clip, entropy=settings.entropy)
+                           epochs=settings.epochs, clip=settings.clip, entropy=settings.entropy,
+                           max_kl=settings.max_kl)
         history.append({**_figures(iteration, batch, params, start, time.perf_counter() - t0), **sampled})
         save_checkpoint(out_dir, Checkpoint(iteration, params, history, config))
         h = history[-1]

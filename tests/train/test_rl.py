@@ -24,6 +24,7 @@ from train.rl import (
     episode_reward,
     group_advantages,
     latest_checkpoint,
+    mean_kl,
     policy_gradient,
     rl_update,
     save_checkpoint,
@@ -214,3 +215,16 @@ def test_batch_diagnostics_count_model_steps_entropy_and_the_groups_that_carry_s
     assert figures["model_steps"] == pytest.approx(3 / 4)  # the rule step is not the model's
     assert figures["entropy"] == pytest.approx(math.log(NUM_AGENTS))  # all-zero scores: uniform
     assert figures["informative_groups"] == pytest.approx(0.5)
+
+
+def test_the_trust_region_halves_a_step_until_the_mean_kl_from_the_sampling_policy_is_within_it():
+    params = _params(6)
+    state = _state()
+    batch = Batch([Scored(_record("a", oracle=True, agent=4, state=state), "g", 1.0, advantage=1.0),
+                   Scored(_record("b", oracle=False, agent=1, state=state), "g", 0.0, advantage=-1.0)])
+    _, steps = batch_steps(params, batch, 1.0)
+    free = rl_update(params, params, batch, lr=5.0, pull=0.0, temperature=1.0, epochs=3)
+    bounded = rl_update(params, params, batch, lr=5.0, pull=0.0, temperature=1.0, epochs=3, max_kl=0.05)
+    assert mean_kl(free, steps, 1.0) > 0.05 >= mean_kl(bounded, steps, 1.0) > 0.05 / 4  # halved, not zeroed
+    p4 = [float(softmax(w.scores(w.rows(w.bucket_ids(state))))[4]) for w in (params, bounded)]
+    assert p4[1] > p4[0]
