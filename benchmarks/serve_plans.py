@@ -8,7 +8,8 @@ the sandbox). First /v1/decide alone: a probe sends one decision every --probe-g
 as PlanClient.wait() follows a job (polls backing off from 0.5 s to 3 s while nothing changes);
 submissions refused with 429/503 are retried after Retry-After with the same key, as the client
 does. The clients and the probe stand for callers on other machines: each runs in a process and
-session of its own (see _own_session).
+session of its own (see _own_session), the jobs' clients in the idle scheduling class
+(`--clients-normal`: the normal class; see _elsewhere).
 Reported: jobs/s (jobs over the wall time from the first submission to the last end), outcomes,
 LLM calls and dollars against the jobs' budgets, the runner's LLM gate (calls, tokens).
 Targets (95% bounds, benchmarks/bounds.py):
@@ -52,6 +53,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--num-cpus", type=int, default=2)
     parser.add_argument("--plan-cpus", type=int, nargs="*", default=[],
                         help="CPUs for the plan runner and its solvers (config plan_cpus; default any)")
+    parser.add_argument("--clients-normal", dest="clients_idle", action="store_false",
+                        help="run the jobs' clients in the normal scheduling class (default: idle class, "
+                             "as if on other machines)")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args()
 
@@ -98,6 +102,15 @@ def _own_session() -> None:
     the service's group (Ray's processes run in the benchmark's session) and the service's own
     priorities (the plan runner below the replicas) are what decides."""
     os.setsid()
+
+
+def _elsewhere() -> None:
+    """The plan jobs' 200 clients would not run on the service's node at all: in the idle
+    scheduling class their polling takes only CPU time the service leaves, instead of competing
+    with the replicas as an equal (the probe keeps the normal class: its latency is the figure)."""
+    _own_session()
+    if hasattr(os, "SCHED_IDLE"):
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
 def _probe_process(host: str, port: int, gap_s: float, stop: Any, results: Any) -> None:
@@ -182,7 +195,10 @@ async def run_jobs(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[s
 
 
 def _clients_process(url: str, args: argparse.Namespace, results: Any) -> None:
-    _own_session()
+    if args.clients_idle:
+        _elsewhere()
+    else:
+        _own_session()
     results.put(asyncio.run(run_jobs(url, args)))
 
 

@@ -134,6 +134,10 @@ class ServeConfig:
     # CPUs the plan runner and its solver processes may use (empty: any); on a node that also hosts
     # decision replicas, keeping them off the replicas' CPUs keeps /v1/decide's tail.
     plan_cpus: list[int] = field(default_factory=list)
+    # The runner and its solvers in the kernel's idle scheduling class (SCHED_IDLE) as well as at
+    # nice 19: they run only on CPU time the replicas leave. Off: nice 19 alone (a node shared with
+    # other busy work, where idle-class plan jobs could wait indefinitely).
+    plan_idle_class: bool = True
     # The plan jobs' LLM budget, for all jobs together (serve/plan_budget.py: the job-wide rate
     # coordinator rollout workers use): requests/min, tokens/min, calls in flight; None: no limit.
     plan_llm_rpm: float | None = None

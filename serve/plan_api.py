@@ -46,7 +46,7 @@ def plan_settings(config: ServeConfig) -> PlanSettings | None:
                         usd_per_key_per_hour=config.plan_usd_per_key_per_hour, feedback_run_id=config.plan_run_id,
                         registry_name=config.registry_name, registry_namespace=config.registry_namespace,
                         model_cache_dir=config.model_cache_dir, decision_budget_s=config.decision_budget_s,
-                        cpus=tuple(config.plan_cpus),
+                        cpus=tuple(config.plan_cpus), idle_class=config.plan_idle_class,
                         llm_limits=BudgetLimits(config.plan_llm_rpm, config.plan_llm_tpm, config.plan_llm_concurrency))
 
 

@@ -61,6 +61,9 @@ class PlanSettings:
     solver_memory_mb: int = 1024
     # The runner (every thread) and its solver processes yield the CPU to the replicas: confine_whole_process.
     nice: int = 19
+    # Also the kernel's idle scheduling class (SCHED_IDLE): a replica that wakes preempts plan work
+    # at once, where at nice 19 alone it may wait out the running solver's time slice.
+    idle_class: bool = True
     cpus: tuple[int, ...] = ()  # CPU affinity of the runner and its solvers (empty: any)
     # Where the served model version is read from (serve/plan_orchestrator.py).
     registry_name: str = "halo-model-registry"
@@ -87,7 +90,7 @@ class PlanRunner:
     def __init__(self, settings: PlanSettings) -> None:
         self.settings = settings
         # This actor's whole process (the solvers it starts inherit both).
-        confine_whole_process(settings.nice, settings.cpus)
+        confine_whole_process(settings.nice, settings.cpus, settings.idle_class)
         self.store = PlanStore(settings.store_url)
         self.incarnation = uuid.uuid4().hex[:12]
         # Every LLM call of this process (agents, simulated world) leases from the service's budget.
@@ -417,16 +420,18 @@ class PlanRunner:
             changed.set()
 
 
-def confine_whole_process(nice: int, cpus: tuple[int, ...]) -> None:
-    """Every thread of this process at `nice` (at least) and on `cpus` (empty: unchanged). On Linux
-    both belong to a thread: os.nice() or sched_setaffinity(0, ...) in __init__ would change only
-    the thread that runs it, while the actor's event loop (every job), its to_thread workers and
-    Ray's RPC threads kept the replicas' priority and CPUs. Threads started later inherit both
-    from the thread that starts them."""
+def confine_whole_process(nice: int, cpus: tuple[int, ...], idle_class: bool = False) -> None:
+    """Every thread of this process at `nice` (at least), in the idle scheduling class if asked,
+    and on `cpus` (empty: unchanged). On Linux all three belong to a thread: os.nice() or
+    sched_setaffinity(0, ...) in __init__ would change only the thread that runs it, while the
+    actor's event loop (every job), its to_thread workers and Ray's RPC threads kept the replicas'
+    priority and CPUs. Threads and processes started later inherit them from their starter."""
     for tid in (int(t) for t in os.listdir("/proc/self/task")):
         with contextlib.suppress(OSError):  # a thread that ended meanwhile
             if nice > 0 and os.getpriority(os.PRIO_PROCESS, tid) < nice:
                 os.setpriority(os.PRIO_PROCESS, tid, nice)
+            if idle_class:
+                os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
             if cpus:
                 os.sched_setaffinity(tid, set(cpus))
 

@@ -36,6 +36,7 @@ from rollout.core.trajectory import EpisodeRecord
 from rollout.loop.report import refinement_steps
 from rollout.tasks.base import Task
 from solvers.errors import InputError
+from train.targets import mean_se
 
 FAMILY_ORDER = ("planbench", "natural_plan", "classical", "temporal")
 # domains kept out of training for the cross-domain table: two PlanBench-style, two classical
@@ -265,11 +266,10 @@ def paired_difference(a: list[EpisodeRecord], b: list[EpisodeRecord]) -> dict[st
     ok_b = {(r.task_id, r.seed): r.success_oracle is True for r in b}
     diffs = [float(r.success_oracle is True) - ok_b[(r.task_id, r.seed)] for r in a if (r.task_id, r.seed) in ok_b]
     n = len(diffs)
+    mean, se = mean_se(diffs)
     if n < 2:
-        return {"episodes": float(n), "difference": 100 * sum(diffs) / max(1, n), "se": float("nan")}
-    mean = sum(diffs) / n
-    var = sum((d - mean) ** 2 for d in diffs) / (n - 1)
-    return {"episodes": float(n), "difference": round(100 * mean, 2), "se": round(100 * math.sqrt(var / n), 2),
+        return {"episodes": float(n), "difference": 100 * sum(diffs) / max(1, n), "se": se}
+    return {"episodes": float(n), "difference": round(100 * mean, 2), "se": round(100 * se, 2),
             "better": float(sum(d > 0 for d in diffs)), "worse": float(sum(d < 0 for d in diffs))}
 
 

@@ -12,7 +12,7 @@ from rollout.core.trajectory import EpisodeRecord
 from rollout.sim.paper_calibration import PAPER_CALIBRATION, teacher_usd_per_call
 from rollout.sim.vanilla import VanillaOutcome
 from train.accounting import DRAFT_CALLS, Orchestrator, account
-from train.targets import DifferenceBound, RatioAtMost, judge
+from train.targets import DifferenceBound, RatioAtMost, judge, mean_se
 
 TABLE2_FAMILIES = ("planbench", "natural_plan", "classical")
 VANILLA_LABEL = "vanilla LLM (no PDDL)"
@@ -82,9 +82,8 @@ def paired_points(a: list[EpisodeRecord] | list[VanillaOutcome], b: list[Episode
     n = len(diffs)
     if n < 2:
         return {"episodes": float(n), "difference": float("nan"), "se": float("nan")}
-    mean = sum(diffs) / n
-    var = sum((d - mean) ** 2 for d in diffs) / (n - 1)
-    return {"episodes": float(n), "difference": 100 * mean, "se": 100 * math.sqrt(var / n)}
+    mean, se = mean_se(diffs)
+    return {"episodes": float(n), "difference": 100 * mean, "se": 100 * se}
 
 
 def _right(x: EpisodeRecord | VanillaOutcome) -> bool:

@@ -25,6 +25,18 @@ Table = Mapping[str, Mapping[str, Value]]
 Z_ONE_SIDED_95 = 1.6448536269514722
 
 
+def mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """The mean and its standard error (sample SD / sqrt(n)); NaN where n is too small for one
+    (no values: both NaN; one value: the SE)."""
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan
+    mean = math.fsum(values) / n
+    if n < 2:
+        return mean, math.nan
+    return mean, math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1) / n)
+
+
 class TargetError(InputError, ValueError):
     """A statistic a target needs cannot be read (missing, not a number, NaN)."""
 

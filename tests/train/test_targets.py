@@ -4,6 +4,7 @@ fails; a margin is judged by its one-sided 95% bound (tie, just above, just belo
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -202,3 +203,13 @@ def test_a_cross_domain_family_without_a_row_fails() -> None:
     result = _result(cross_domain=[])
     failed = [figures for name, ok, figures in check_targets(result) if not ok]
     assert failed == ["cannot be judged: row 'cross-domain/planbench' missing"]
+
+
+def test_mean_se_is_the_sample_standard_error_and_nan_when_it_cannot_be_given() -> None:
+    from train.targets import mean_se
+
+    mean, se = mean_se([1.0, 0.0, 1.0, 0.0])
+    assert mean == 0.5 and math.isclose(se, math.sqrt((4 * 0.25) / 3 / 4))
+    assert math.isnan(mean_se([])[0]) and math.isnan(mean_se([])[1])
+    one = mean_se([0.7])
+    assert one[0] == 0.7 and math.isnan(one[1])
