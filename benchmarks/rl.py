@@ -30,7 +30,7 @@ import math
 import sys
 import time
 import zlib
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -157,6 +157,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--clip", type=float, default=0.0)
     ap.add_argument("--entropy", type=float, default=0.0)
+    ap.add_argument("--max-kl", type=float, default=0.0)
     ap.add_argument("--llm", default="sim:scale=0")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--concurrency", type=int, default=4)
@@ -187,10 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     train = _sample(train, args.train_tasks, args.seed)
     out = Path(args.out)
     start_dir = supervised_start(train, args, out)
-    settings = RLSettings(tasks="", iterations=args.iterations, tasks_per_iter=args.tasks_per_iter, group=args.group,
-                          price_per_call=args.price_per_call, lr=args.lr, pull=args.pull,
-                          temperature=args.temperature, adv_norm=args.adv_norm, epochs=args.epochs, clip=args.clip,
-                          entropy=args.entropy, seed=args.seed, concurrency=args.concurrency, llm=args.llm)
+    settings = RLSettings(tasks="", **{f.name: getattr(args, f.name) for f in fields(RLSettings) if f.name != "tasks"})
     run_rl(settings, start_dir, out / "rl", log=lambda line: print(line, file=sys.stderr), tasks=train)
     seeds = [2000 + s for s in range(args.eval_seeds)]
     figures, dropped = {}, 0

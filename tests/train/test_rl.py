@@ -228,3 +228,15 @@ def test_the_trust_region_halves_a_step_until_the_mean_kl_from_the_sampling_poli
     assert mean_kl(free, steps, 1.0) > 0.05 >= mean_kl(bounded, steps, 1.0) > 0.05 / 4  # halved, not zeroed
     p4 = [float(softmax(w.scores(w.rows(w.bucket_ids(state))))[4]) for w in (params, bounded)]
     assert p4[1] > p4[0]
+
+
+def test_settings_refuse_an_unknown_advantage_normalisation_and_negative_update_knobs():
+    from train.rl_loop import RLSettings
+
+    with pytest.raises(RLError, match="--adv-norm 'zscore': one of none, group, batch"):
+        RLSettings(tasks="x", adv_norm="zscore").check()
+    for knob in ("clip", "entropy", "max_kl"):
+        with pytest.raises(RLError, match="must be >= 0"):
+            RLSettings(tasks="x", **{knob: -0.1}).check()
+    with pytest.raises(RLError, match="--epochs must be at least 1"):
+        RLSettings(tasks="x", epochs=0).check()
