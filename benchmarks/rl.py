@@ -127,7 +127,10 @@ def _sample(tasks: list[Task], n: int, seed: int) -> list[Task]:
 
 def evaluate(tasks: list[Task], start_dir: Path, rl_dir: Path, seeds: list[int], llm: str, concurrency: int
              ) -> tuple[dict[str, float], int]:
-    """Paired figures of the two policies on tasks x seeds, and the pairs dropped."""
+    """Paired figures of the two policies on tasks x seeds, and the pairs dropped (no tasks: no
+    pairs, which fails the set's target)."""
+    if not tasks:
+        return paired_figures([], []), 0
     a = run_policy(tasks, f"rules+model:{start_dir}", seeds, "rl-bench-start", concurrency, llm=llm).records
     b = run_policy(tasks, f"rules+model:{rl_dir}", seeds, "rl-bench-rl", concurrency, llm=llm).records
     kept = [(x, y) for x, y in zip(a, b, strict=True)
@@ -144,7 +147,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--train-tasks", type=int, default=120, help="training tasks used (a hash sample)")
     ap.add_argument("--teacher-seeds", type=int, default=2)
     ap.add_argument("--eval-tasks", type=int, default=120, help="held-out tasks evaluated (a hash sample)")
-    ap.add_argument("--eval-domain-tasks", type=int, default=80)
+    ap.add_argument("--eval-domain-tasks", type=int, default=80, help="0: held-out tasks only (a dev run)")
     ap.add_argument("--eval-seeds", type=int, default=2)
     ap.add_argument("--iterations", type=int, default=8)
     ap.add_argument("--tasks-per-iter", type=int, default=20)

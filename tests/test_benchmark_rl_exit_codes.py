@@ -45,3 +45,11 @@ def test_figures_are_paired_by_task_and_seed() -> None:
     assert f["success_diff_se"] == pytest.approx(0.25)  # diffs 1,0,0,0: sd 0.5 over sqrt(4)
     assert f["call_ratio"] == pytest.approx(36 / 40)
     assert f["success_diff_lower"] == pytest.approx(0.25 - 1.6449 * 0.25)
+
+
+def test_a_dev_run_without_held_out_domains_has_no_pairs_there_and_fails_that_target(tmp_path) -> None:
+    rl = _load("rl")
+    figures, dropped = rl.evaluate([], tmp_path / "start", tmp_path / "rl", [2000], "sim:scale=0", 1)
+    assert figures == {"pairs": 0.0} and dropped == 0
+    lines, code = rl.verdict({"held_out_tasks": TASKS, "held_out_domains": figures}, dropped=0)
+    assert code == 1 and lines[-1] == "held-out domains: oracle success: no pairs; >= -2 points: NOT met"
