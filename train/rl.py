@@ -3,8 +3,10 @@
 One iteration: episodes of the current policy, sampling its agent from softmax(scores / T), in
 groups of several episodes of one task with one world seed (only the policy's draws differ);
 reward = oracle success (the validator's verdict where the task has no gold answer) minus a price
-per LLM call; advantage = reward - the group's mean reward; a REINFORCE step on the steps the model
-decided (rule steps are not the policy's), plus an L2 pull towards the supervised start. Episodes
+per LLM call; advantage = reward - the group's mean reward (optionally normalised by the group's or
+the batch's spread); a REINFORCE step on the steps the model decided (rule steps are not the
+policy's), plus an L2 pull towards the supervised start; optionally several steps per batch on a
+PPO-style clipped ratio, an entropy bonus and a KL trust region. Episodes
 that ended on an infrastructure failure (or broke) get no reward, take no part in their group's
 mean, and are counted. The rollouts and the loop are in train/rl_loop.py.
 """

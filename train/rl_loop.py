@@ -2,9 +2,10 @@
 
 Each iteration draws `tasks_per_iter` training tasks, runs `group` episodes of each with one world
 seed (rollout.loop.episode.run_episode, the rules layer in front of the sampling policy, in this
-process's event loop), scores them, takes one update step and writes a checkpoint. A rerun with
-the same --out continues after the last complete iteration. The final policy is written to --out
-as a fast-policy artifact (`model:DIR` loads it), with rl_history.json and rl_curves.png.
+process's event loop), scores them, updates the policy (train.rl.rl_update) and writes a
+checkpoint. A rerun with the same --out continues after the last complete iteration. The final
+policy is written to --out as a fast-policy artifact (`model:DIR` loads it), with rl_history.json
+and rl_curves.png.
 """
 
 from __future__ import annotations
