@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import random
 import sys
 import time
@@ -38,8 +37,8 @@ from rollout.loop.episode import EpisodeConfig, run_episode  # noqa: E402
 from rollout.policies import make_policy  # noqa: E402
 from rollout.sim import SimConfig  # noqa: E402
 from rollout.tasks import Task, load_tasks  # noqa: E402
+from train.targets import Z_ONE_SIDED_95, mean_se  # noqa: E402
 
-Z95 = 1.6449  # one-sided 95%
 SUCCESS_TARGETS = {"extreme": 0.15, "hard": 0.10}
 MAX_CALL_RATIO = 2.0
 
@@ -50,13 +49,6 @@ class Pair:
     level: str
     greedy: EpisodeRecord
     search: EpisodeRecord
-
-
-def _mean_se(values: list[float]) -> tuple[float, float]:
-    n = len(values)
-    mean = sum(values) / n
-    var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else float("nan")
-    return mean, math.sqrt(var / n)
 
 
 def _success(r: EpisodeRecord) -> float:
@@ -74,17 +66,17 @@ def level_figures(pairs: list[Pair]) -> dict[str, float]:
     s_calls = [p.search.total_llm_calls for p in pairs]
     mean_g, mean_s = sum(g_calls) / n, sum(s_calls) / n
     ratio = mean_s / mean_g if mean_g else float("nan")
-    _, se_lin = _mean_se([s - ratio * g for s, g in zip(s_calls, g_calls, strict=True)])  # delta method
-    diff, se_diff = _mean_se([_success(p.search) - _success(p.greedy) for p in pairs])
-    half, se_half = _mean_se([_wrong(p.search) - 0.5 * _wrong(p.greedy) for p in pairs])
+    _, se_lin = mean_se([s - ratio * g for s, g in zip(s_calls, g_calls, strict=True)])  # delta method
+    diff, se_diff = mean_se([_success(p.search) - _success(p.greedy) for p in pairs])
+    half, se_half = mean_se([_wrong(p.search) - 0.5 * _wrong(p.greedy) for p in pairs])
     return {"pairs": n, "greedy_calls": mean_g, "search_calls": mean_s, "call_ratio": ratio,
-            "call_ratio_upper": ratio + Z95 * se_lin / mean_g if mean_g else float("nan"),
+            "call_ratio_upper": ratio + Z_ONE_SIDED_95 * se_lin / mean_g if mean_g else float("nan"),
             "greedy_success": sum(_success(p.greedy) for p in pairs) / n,
             "search_success": sum(_success(p.search) for p in pairs) / n,
-            "success_diff": diff, "success_diff_se": se_diff, "success_diff_lower": diff - Z95 * se_diff,
+            "success_diff": diff, "success_diff_se": se_diff, "success_diff_lower": diff - Z_ONE_SIDED_95 * se_diff,
             "greedy_wrong": sum(_wrong(p.greedy) for p in pairs) / n,
             "search_wrong": sum(_wrong(p.search) for p in pairs) / n,
-            "wrong_vs_half_greedy": half, "wrong_vs_half_greedy_upper": half + Z95 * se_half}
+            "wrong_vs_half_greedy": half, "wrong_vs_half_greedy_upper": half + Z_ONE_SIDED_95 * se_half}
 
 
 def judge(figures: dict[str, dict[str, float]]) -> tuple[list[str], bool]:

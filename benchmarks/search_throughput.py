@@ -8,6 +8,12 @@ episodes per CPU-second >= 0.8x greedy's. Wall-clock episodes/s is printed besid
 shared machine it measures the load as much as the code). SIMULATED (llm_backend=sim).
 
     python benchmarks/search_throughput.py --tasks gen:sets/search:level=hard --episodes 60
+
+`--job`: the same comparison as rollout jobs in real time under one LLM budget, episodes/s per
+CPU (benchmarks/search_job.py):
+
+    python benchmarks/search_throughput.py --job --tasks gen:sets/search:level=hard --episodes 48 \
+        --llm-rpm 300 --llm-concurrency 32 --parallel 3 --serial-too
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parent))  # search_job (after the repo: benchmarks/rollout.py)
 
 import solvers  # noqa: E402
 from rollout.core.trajectory import EpisodeRecord  # noqa: E402
@@ -53,14 +60,44 @@ def judge(figures: dict[str, float]) -> tuple[str, bool]:
             f"{'met' if ok else 'NOT met'}"), ok
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", required=True)
     ap.add_argument("--episodes", type=int, default=60)
     ap.add_argument("--greedy", default="rules+scripted")
     ap.add_argument("--search", default="search:prior=rules+scripted,width=3,max_calls=16")
     ap.add_argument("--concurrency", type=int, default=4)
-    args = ap.parse_args(argv)
+    job = ap.add_argument_group("--job: rollout jobs in real time under one LLM budget")
+    job.add_argument("--job", action="store_true")
+    job.add_argument("--cpus", type=int, default=2, help="the job's CPUs (one worker each)")
+    job.add_argument("--llm-rpm", type=float, default=300.0, help="the job-wide budget (0: none)")
+    job.add_argument("--llm-concurrency", type=int, default=32, help="the job-wide budget (0: none)")
+    job.add_argument("--parallel", type=int, default=3, help="the search's children at once")
+    job.add_argument("--serial-too", action="store_true", help="also the search with parallel=1")
+    job.add_argument("--trim", type=float, default=0.2, help="share of completions left out at each end")
+    return ap
+
+
+def main_job(args: argparse.Namespace) -> int:
+    import search_job
+
+    jobs = [("greedy", args.greedy), ("search", f"{args.search},parallel={args.parallel}")]
+    if args.serial_too:
+        jobs.append(("search_serial", f"{args.search},parallel=1"))
+    out = search_job.run(args, jobs)
+    budget = f"--llm-rpm {args.llm_rpm:g} --llm-concurrency {args.llm_concurrency} (0: none)"
+    print(f"SIMULATED world in real time ({search_job.REALTIME}); {args.episodes} episodes per job of "
+          f"{args.tasks}; {args.cpus} CPUs, one worker each; LLM budget {budget}")
+    print(json.dumps(out, indent=1))
+    line, ok = search_job.judge(out["search_per_cpu_ratio"]["lower"])
+    print(line)
+    return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.job:
+        return main_job(args)
     solvers.configure_cache(True)
     tasks = load_tasks(args.tasks)[:args.episodes]
     figures: dict[str, float] = {}

@@ -57,3 +57,22 @@ def test_throughput_benchmark_target() -> None:
     assert throughput.judge({"per_cpu_ratio": 0.85})[1]
     assert not throughput.judge({"per_cpu_ratio": 0.63})[1]
     assert not throughput.judge({})[1]
+
+
+def test_search_job_benchmark_target_and_figures() -> None:
+    job = _load("search_job")
+    assert job.judge(0.81)[1]
+    assert not job.judge(0.79)[1]
+    assert not job.judge(float("nan"))[1]  # a figure that cannot be computed fails
+    # the steady part: the first and last fifth of the completions are left out
+    assert job.steady_gaps([float(t) for t in range(10, 0, -1)], 0.2) == [1.0] * 5
+
+    def figures(gaps: list[float]) -> object:
+        return job.JobFigures("x", "p", 40, 60.0, gaps, 8.0, 7.5, 30.0, 0.4, 20, 2)
+
+    even = figures([1.0] * 30)
+    point, lower, upper = job.ratio_bounds(figures([2.0] * 30), even)
+    assert point == lower == upper == 0.5  # half the rate, and no spread to bound
+    point, lower, upper = job.ratio_bounds(figures([0.5, 1.5] * 15), even)
+    assert point == 1.0 and lower < 1.0 < upper
+    assert figures([1.0] * 30).row()["episodes_per_s_per_cpu"] == 0.5

@@ -1,4 +1,4 @@
-"""Search over agent choices: `search:prior=SPEC,width=W,max_calls=N[,wall_s=S][,checks=K]`.
+"""Search over agent choices: `search:prior=SPEC,width=W,max_calls=N[,wall_s=S][,checks=K][,parallel=P]`.
 
 A best-first search over the refinement loop's agent choices, on forks of the episode's
 environment (rollout/loop/env.py). A node is the episode after some steps; its children are the
@@ -15,6 +15,17 @@ passed its check ends the search. When the LLM-call or wall-time budget runs out
 node found ends the episode as it stands: an accepted plan there gets its checks (calls past the
 budget, at most `checks`) if it had none, and a plan a check flagged is declined (no answer).
 
+`parallel=P` (default 1: one child at a time) expands up to P children at once, as concurrent
+asyncio work on their own forks, under the job-wide LLM gate like every call: each round takes
+the P best frontier entries the way the serial search takes one (a node goes back in the
+frontier for its next child at once, so one node may give several), reserving each child's
+calls before it starts so a round never takes more than the calls left (its first child starts
+whenever calls are left, as in the serial search). Branch numbers are given at launch and the
+children are added to the tree in launch order, so the tree, its numbering and the chosen path do
+not depend on which child finishes first. An episode waits for a round as long as its slowest
+child, not for the sum of them; the calls a round spends after its first child are spent before
+the search sees that child's result.
+
 The episode's records keep the whole tree: every explored step is a StepRecord (`step` numbers
 the tree's steps in the order they were taken; `parent_step` is the step it followed, -1 at the
 root; `branch` its parent's child rank; `on_path` marks the chosen path). Decisions the search
@@ -24,6 +35,7 @@ A search policy used outside an episode (`decide` on a lone state) decides as it
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import time
@@ -38,7 +50,7 @@ from rollout.policies.rules import is_syntax_error
 from rollout.policies.scripted import DEFAULT_RULES, symptom
 from solvers.params import SpecError, read_pairs, read_params
 
-SEARCH_KEYS = ("prior", "width", "max_calls", "value", "wall_s", "checks")
+SEARCH_KEYS = ("prior", "width", "max_calls", "value", "wall_s", "checks", "parallel")
 DEPTH_BONUS = 0.3  # a node one step deeper at the same verdict goes first (the search dives)
 RANK_PENALTY = 0.5  # each rank down the prior's list costs this much priority
 
@@ -59,10 +71,11 @@ class SearchSpec:
     value: str | None = None  # a value model's directory: refused until one exists
     wall_s: float = field(default=300.0, metadata={"check": _positive})
     checks: int = field(default=2, metadata={"ge": 0})
+    parallel: int = field(default=1, metadata={"ge": 1})  # children expanded at once
 
 
 def parse_search_spec(text: str) -> SearchSpec:
-    """`prior=SPEC,width=W,max_calls=N,wall_s=S,checks=K` -> SearchSpec, read by solvers.params.
+    """`prior=SPEC,width=W,max_calls=N,wall_s=S,checks=K,parallel=P` -> SearchSpec (solvers.params).
 
     The prior is a policy spec and may hold commas of its own (`prior=scripted:noise=0.2,seed=3`):
     a pair whose key is not a search key belongs to the prior before it."""
@@ -208,11 +221,14 @@ class SearchPolicy(Policy):
 
     name = "search"
 
-    def __init__(self, spec: SearchSpec, prior: Policy) -> None:
+    def __init__(self, spec: SearchSpec, prior: Policy, *, concurrent: bool = True) -> None:
         self.spec = spec
         self.prior = prior
+        # False: a round's children run one after another (the same tree, slower; tests compare)
+        self.concurrent = concurrent
         self.name = f"search[{prior.name}]"
-        self.version = f"w{spec.width}-c{spec.max_calls}-k{spec.checks}-{prior.version}"
+        parallel = f"-p{spec.parallel}" if spec.parallel > 1 else ""
+        self.version = f"w{spec.width}-c{spec.max_calls}-k{spec.checks}{parallel}-{prior.version}"
         self.decides_inline = prior.decides_inline
 
     def _decide(self, state: EpisodeState) -> Decision:
@@ -230,6 +246,22 @@ class SearchPolicy(Policy):
             return
         run = _Search(self, env)
         await run.run()
+
+
+@dataclass
+class _Unit:
+    """One child being expanded: launched (branch and calls reserved) in launch order, run on its
+    own fork, merged into the tree in launch order, so completion order changes nothing."""
+
+    node: _Node  # the parent
+    env: RefinementEnv  # the child's fork
+    decision: Decision
+    branch: int
+    checked: bool  # a NoOp on an accepted plan: the acceptance checks come first
+    checks: list[list[StepRecord]] = field(default_factory=list)  # each check's records
+    suspects: tuple[int, ...] | None = None  # set when a check flagged the PDDL
+    steps: list[StepRecord] = field(default_factory=list)  # the step's records (none when flagged)
+    solver_cpu_s: float = 0.0
 
 
 class _Search:
@@ -253,8 +285,10 @@ class _Search:
         self._push(root)
         chosen: _Node | None = None
         while self.frontier and chosen is None and not self.out_of_budget():
-            _, _, node = heapq.heappop(self.frontier)
-            chosen = await self._expand(node)
+            units = await self._launch()
+            await self._run_units(units)
+            for unit in units:  # launch order: the tree does not depend on which child finished first
+                chosen = chosen or self._merge(unit)
         if chosen is None:
             chosen = self.best or self.failed_end or root
             if not chosen.env.done:
@@ -279,28 +313,99 @@ class _Search:
         prior whose decisions cost calls is paid only for nodes the search expands)."""
         return _Node(env, path, candidates)
 
-    async def _expand(self, node: _Node) -> _Node | None:
-        """Take the node's next child; returns the accepted node that ends the search, else None."""
-        if node.candidates is None:
-            node.env.activate()
-            node.candidates = await ranked_children(self.policy.prior, node.state, self.spec.width)
-        if not node.candidates:
-            return None
-        decision = node.candidates.pop(0)
-        branch, node.taken = node.taken, node.taken + 1
-        self._push(node)  # back in the frontier for its next child, if it has one
-        env = node.env.fork(resample=branch)  # each child's calls are samples of their own
-        env.activate()
-        if decision.agent_id == AgentId.NOOP and self.spec.checks:
-            return await self._check(node, env, decision, branch)
-        return await self._step(node.path, env, decision, branch)
+    def _cost(self, decision: Decision) -> int:
+        """The most LLM calls a child can spend: its agent call (or its acceptance checks and the
+        rendering of an accepted plan) plus what the prior's decision cost."""
+        checked = decision.agent_id == AgentId.NOOP and self.spec.checks
+        return (self.spec.checks + 1 if checked else 1) + decision.llm_calls
 
-    async def _check(self, node: _Node, env: RefinementEnv, decision: Decision, branch: int) -> _Node | None:
-        path, suspects = await self._checks(env, node.path, branch)
-        if suspects is None:  # every check passed (or the world offers none): accept
-            return await self._step(path, env, decision, 0 if path != node.path else branch)
-        self.flagged.add(_state_key(node.state))
-        self._push(self._node(env, path, suspect_children(suspects, self.spec.width)))
+    async def _launch(self) -> list[_Unit]:
+        """Up to `parallel` children, best first, each taken as the serial search would take it
+        (the node goes back in the frontier for its next child at once). The first starts whenever
+        calls are left (as in a serial search); each further one only if its calls, reserved with
+        those of the ones before it, fit in max_calls."""
+        units: list[_Unit] = []
+        reserved = 0
+        while self.frontier and len(units) < self.spec.parallel and time.monotonic() < self.deadline:
+            _, _, node = heapq.heappop(self.frontier)
+            if node.candidates is None:
+                node.env.activate()
+                node.candidates = await ranked_children(self.policy.prior, node.state, self.spec.width)
+            if not node.candidates:
+                continue
+            cost = self._cost(node.candidates[0])
+            if units and self.tree.llm_calls + reserved + cost > self.spec.max_calls:
+                self._push(node)
+                break
+            decision = node.candidates.pop(0)
+            branch, node.taken = node.taken, node.taken + 1
+            self._push(node)  # back in the frontier for its next child, if it has one
+            env = node.env.fork(resample=branch)  # each child's calls are samples of their own
+            checked = bool(decision.agent_id == AgentId.NOOP and self.spec.checks)
+            units.append(_Unit(node, env, decision, branch, checked))
+            reserved += cost
+        return units
+
+    async def _run_units(self, units: list[_Unit]) -> None:
+        """Run the launched children: concurrently (each in its own asyncio task, under the job's
+        LLM gate like any call), or one after another when the policy is serial."""
+        if not self.policy.concurrent or len(units) < 2:
+            for unit in units:
+                await self._run_unit(unit)
+            return
+        tasks = [asyncio.ensure_future(self._run_unit(unit)) for unit in units]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    async def _run_unit(self, unit: _Unit) -> None:
+        """The child's work on its own fork; nothing of the tree is touched here."""
+        env = unit.env
+        env.activate()
+        cpu = env.solver_cpu_s
+        if unit.checked:
+            for _ in range(self.spec.checks):
+                before = len(env.steps)
+                verdict = await env.check_acceptance()
+                if verdict is None:
+                    break
+                unit.checks.append(env.steps[before:])
+                if not verdict.passed:
+                    unit.suspects = verdict.suspects
+                    break
+        if unit.suspects is None:
+            before = len(env.steps)
+            await env.step(unit.decision)
+            unit.steps = env.steps[before:]
+        unit.solver_cpu_s = env.solver_cpu_s - cpu
+
+    def _merge(self, unit: _Unit) -> _Node | None:
+        """Add a finished child to the tree; returns the accepted node that ends the search, else None."""
+        path = unit.node.path
+        for i, records in enumerate(unit.checks):
+            path = self.tree.add(records, path, unit.branch if i == 0 else 0)
+        self.tree.solver_cpu_s += unit.solver_cpu_s
+        if unit.suspects is not None:
+            self.flagged.add(_state_key(unit.node.state))
+            self._push(self._node(unit.env, path, suspect_children(unit.suspects, self.spec.width)))
+            return None
+        path = self.tree.add(unit.steps, path, 0 if unit.checks else unit.branch)
+        env = unit.env
+        if env.done:
+            node = _Node(env, path, [])
+            if env.end is not None and env.end.success_validator:
+                return node
+            self.failed_end = self.failed_end or node
+            return None
+        state = _seen_state(env)
+        if _state_key(state) in self.seen:
+            return None  # pruned: the step changed nothing, or reached a state already explored
+        self.seen.add(_state_key(state))
+        self._push(self._node(env, path))
         return None
 
     async def _checks(self, env: RefinementEnv, parent: list[int], branch: int
@@ -318,26 +423,6 @@ class _Search:
             if not verdict.passed:
                 return path, verdict.suspects
         return path, None
-
-    async def _step(self, parent: list[int], env: RefinementEnv, decision: Decision, branch: int
-                    ) -> _Node | None:
-        before, cpu = len(env.steps), env.solver_cpu_s
-        await env.step(decision)
-        new = env.steps[before:]
-        path = self.tree.add(new, parent, branch)
-        self.tree.solver_cpu_s += env.solver_cpu_s - cpu
-        if env.done:
-            node = _Node(env, path, [])
-            if env.end is not None and env.end.success_validator:
-                return node
-            self.failed_end = self.failed_end or node
-            return None
-        state = _seen_state(env)
-        if _state_key(state) in self.seen:
-            return None  # pruned: the step changed nothing, or reached a state already explored
-        self.seen.add(_state_key(state))
-        self._push(self._node(env, path))
-        return None
 
     async def _close(self, node: _Node) -> _Node:
         """Out of budget: the episode ends on the best node's state. A plan the validator accepts
