@@ -53,3 +53,24 @@ def test_a_dev_run_without_held_out_domains_has_no_pairs_there_and_fails_that_ta
     assert figures == {"pairs": 0.0} and dropped == 0
     lines, code = rl.verdict({"held_out_tasks": TASKS, "held_out_domains": figures}, dropped=0)
     assert code == 1 and lines[-1] == "held-out domains: oracle success: no pairs; >= -2 points: NOT met"
+
+
+def test_the_diagnosis_flags_a_sampling_probability_the_stored_state_does_not_give() -> None:
+    import numpy as np
+
+    from rollout.core.agent_table import NUM_AGENTS
+    from rollout.core.state import EpisodeState
+    from rollout.core.trajectory import StepRecord
+    from train.rl import LinearWeights
+
+    diagnose = _load("rl_diagnose")
+    uniform = LinearWeights(np.zeros(0, dtype=np.int64), np.zeros((0, NUM_AGENTS)), np.zeros(NUM_AGENTS))
+    state = EpisodeState(task_description="stack the red block on the blue one").to_json()
+    steps = [StepRecord(step=i, state_json=state, agent_id=1, agent_name="x", decided_by=by, is_hardcoded=False,
+                        decision_reason=reason)
+             for i, (by, reason) in enumerate([("model", f"sampled p={1 / NUM_AGENTS:.2f}"),
+                                               ("model", "sampled p=0.50"), ("rule", "sampled p=0.50")])]
+    record = EpisodeRecord(episode_id="e", run_id="t", task_id="task", family="f", domain_name="d",
+                           policy_name="p", policy_version="0", llm_backend="sim", success_validator=False,
+                           success_oracle=False, steps=steps)
+    assert diagnose.sampler_matches(uniform, [record], 1.0) == (1, 2)  # the rule step is not checked
