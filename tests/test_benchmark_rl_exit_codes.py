@@ -8,6 +8,7 @@ import pytest
 from test_benchmark_exit_codes import _load
 
 from rollout.core.trajectory import EpisodeRecord
+from train.targets import Z_ONE_SIDED_95
 
 TASKS = {"pairs": 300.0, "start_success": 0.30, "rl_success": 0.40, "success_diff": 0.10, "success_diff_se": 0.02,
          "success_diff_lower": 0.067, "start_calls": 9.0, "rl_calls": 8.5, "call_ratio": 0.944,
@@ -44,7 +45,7 @@ def test_figures_are_paired_by_task_and_seed() -> None:
     assert f["pairs"] == 4 and f["success_diff"] == pytest.approx(0.25)
     assert f["success_diff_se"] == pytest.approx(0.25)  # diffs 1,0,0,0: sd 0.5 over sqrt(4)
     assert f["call_ratio"] == pytest.approx(36 / 40)
-    assert f["success_diff_lower"] == pytest.approx(0.25 - 1.6449 * 0.25)
+    assert f["success_diff_lower"] == pytest.approx(0.25 - Z_ONE_SIDED_95 * 0.25)
 
 
 def test_a_dev_run_without_held_out_domains_has_no_pairs_there_and_fails_that_target(tmp_path) -> None:
