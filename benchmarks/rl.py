@@ -30,7 +30,7 @@ import math
 import sys
 import time
 import zlib
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -38,19 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rollout.core.trajectory import EpisodeRecord, is_infra_failure  # noqa: E402
 from rollout.tasks import Task, load_tasks  # noqa: E402
 from train.pipeline import domain_key, run_policy, split_tasks  # noqa: E402
+from train.targets import Z_ONE_SIDED_95, mean_se  # noqa: E402
 
-Z95 = 1.6449
 HELD_OUT_TASKS_GAIN = 0.05
 MAX_CALL_RATIO = 1.0
 HELD_OUT_DOMAINS_FLOOR = -0.02
-
-
-def _mean_se(values: list[float]) -> tuple[float, float]:
-    n = len(values)
-    if n < 2:
-        return (sum(values) / n if n else math.nan), math.nan
-    mean = sum(values) / n
-    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1) / n)
 
 
 def _ok(r: EpisodeRecord) -> float:
@@ -62,16 +54,16 @@ def paired_figures(start: list[EpisodeRecord], rl: list[EpisodeRecord]) -> dict[
     n = len(start)
     if not n:
         return {"pairs": 0.0}
-    diff, se = _mean_se([_ok(b) - _ok(a) for a, b in zip(start, rl, strict=True)])
+    diff, se = mean_se([_ok(b) - _ok(a) for a, b in zip(start, rl, strict=True)])
     calls_a = [a.total_llm_calls for a in start]
     calls_b = [b.total_llm_calls for b in rl]
     mean_a, mean_b = sum(calls_a) / n, sum(calls_b) / n
     ratio = mean_b / mean_a if mean_a else math.nan
-    _, se_lin = _mean_se([b - ratio * a for a, b in zip(calls_a, calls_b, strict=True)])
+    _, se_lin = mean_se([b - ratio * a for a, b in zip(calls_a, calls_b, strict=True)])
     return {"pairs": float(n), "start_success": sum(map(_ok, start)) / n, "rl_success": sum(map(_ok, rl)) / n,
-            "success_diff": diff, "success_diff_se": se, "success_diff_lower": diff - Z95 * se,
+            "success_diff": diff, "success_diff_se": se, "success_diff_lower": diff - Z_ONE_SIDED_95 * se,
             "start_calls": mean_a, "rl_calls": mean_b, "call_ratio": ratio,
-            "call_ratio_upper": ratio + Z95 * se_lin / mean_a if mean_a else math.nan}
+            "call_ratio_upper": ratio + Z_ONE_SIDED_95 * se_lin / mean_a if mean_a else math.nan}
 
 
 def judge(figures: dict[str, dict[str, float]]) -> tuple[list[str], bool]:
@@ -127,7 +119,10 @@ def _sample(tasks: list[Task], n: int, seed: int) -> list[Task]:
 
 def evaluate(tasks: list[Task], start_dir: Path, rl_dir: Path, seeds: list[int], llm: str, concurrency: int
              ) -> tuple[dict[str, float], int]:
-    """Paired figures of the two policies on tasks x seeds, and the pairs dropped."""
+    """Paired figures of the two policies on tasks x seeds, and the pairs dropped (no tasks: no
+    pairs, which fails the set's target)."""
+    if not tasks:
+        return paired_figures([], []), 0
     a = run_policy(tasks, f"rules+model:{start_dir}", seeds, "rl-bench-start", concurrency, llm=llm).records
     b = run_policy(tasks, f"rules+model:{rl_dir}", seeds, "rl-bench-rl", concurrency, llm=llm).records
     kept = [(x, y) for x, y in zip(a, b, strict=True)
@@ -144,7 +139,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--train-tasks", type=int, default=120, help="training tasks used (a hash sample)")
     ap.add_argument("--teacher-seeds", type=int, default=2)
     ap.add_argument("--eval-tasks", type=int, default=120, help="held-out tasks evaluated (a hash sample)")
-    ap.add_argument("--eval-domain-tasks", type=int, default=80)
+    ap.add_argument("--eval-domain-tasks", type=int, default=80, help="0: held-out tasks only (a dev run)")
     ap.add_argument("--eval-seeds", type=int, default=2)
     ap.add_argument("--iterations", type=int, default=8)
     ap.add_argument("--tasks-per-iter", type=int, default=20)
@@ -153,6 +148,11 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--lr", type=float, default=0.5)
     ap.add_argument("--pull", type=float, default=0.05)
     ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--adv-norm", default="none")
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--clip", type=float, default=0.0)
+    ap.add_argument("--entropy", type=float, default=0.0)
+    ap.add_argument("--max-kl", type=float, default=0.0)
     ap.add_argument("--llm", default="sim:scale=0")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--concurrency", type=int, default=4)
@@ -183,9 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     train = _sample(train, args.train_tasks, args.seed)
     out = Path(args.out)
     start_dir = supervised_start(train, args, out)
-    settings = RLSettings(tasks="", iterations=args.iterations, tasks_per_iter=args.tasks_per_iter, group=args.group,
-                          price_per_call=args.price_per_call, lr=args.lr, pull=args.pull,
-                          temperature=args.temperature, seed=args.seed, concurrency=args.concurrency, llm=args.llm)
+    settings = RLSettings(tasks="", **{f.name: getattr(args, f.name) for f in fields(RLSettings) if f.name != "tasks"})
     run_rl(settings, start_dir, out / "rl", log=lambda line: print(line, file=sys.stderr), tasks=train)
     seeds = [2000 + s for s in range(args.eval_seeds)]
     figures, dropped = {}, 0

@@ -8,6 +8,7 @@ import pytest
 from test_benchmark_exit_codes import _load
 
 from rollout.core.trajectory import EpisodeRecord
+from train.targets import Z_ONE_SIDED_95
 
 TASKS = {"pairs": 300.0, "start_success": 0.30, "rl_success": 0.40, "success_diff": 0.10, "success_diff_se": 0.02,
          "success_diff_lower": 0.067, "start_calls": 9.0, "rl_calls": 8.5, "call_ratio": 0.944,
@@ -44,4 +45,33 @@ def test_figures_are_paired_by_task_and_seed() -> None:
     assert f["pairs"] == 4 and f["success_diff"] == pytest.approx(0.25)
     assert f["success_diff_se"] == pytest.approx(0.25)  # diffs 1,0,0,0: sd 0.5 over sqrt(4)
     assert f["call_ratio"] == pytest.approx(36 / 40)
-    assert f["success_diff_lower"] == pytest.approx(0.25 - 1.6449 * 0.25)
+    assert f["success_diff_lower"] == pytest.approx(0.25 - Z_ONE_SIDED_95 * 0.25)
+
+
+def test_a_dev_run_without_held_out_domains_has_no_pairs_there_and_fails_that_target(tmp_path) -> None:
+    rl = _load("rl")
+    figures, dropped = rl.evaluate([], tmp_path / "start", tmp_path / "rl", [2000], "sim:scale=0", 1)
+    assert figures == {"pairs": 0.0} and dropped == 0
+    lines, code = rl.verdict({"held_out_tasks": TASKS, "held_out_domains": figures}, dropped=0)
+    assert code == 1 and lines[-1] == "held-out domains: oracle success: no pairs; >= -2 points: NOT met"
+
+
+def test_the_diagnosis_flags_a_sampling_probability_the_stored_state_does_not_give() -> None:
+    import numpy as np
+
+    from rollout.core.agent_table import NUM_AGENTS
+    from rollout.core.state import EpisodeState
+    from rollout.core.trajectory import StepRecord
+    from train.rl import LinearWeights
+
+    diagnose = _load("rl_diagnose")
+    uniform = LinearWeights(np.zeros(0, dtype=np.int64), np.zeros((0, NUM_AGENTS)), np.zeros(NUM_AGENTS))
+    state = EpisodeState(task_description="stack the red block on the blue one").to_json()
+    steps = [StepRecord(step=i, state_json=state, agent_id=1, agent_name="x", decided_by=by, is_hardcoded=False,
+                        decision_reason=reason)
+             for i, (by, reason) in enumerate([("model", f"sampled p={1 / NUM_AGENTS:.2f}"),
+                                               ("model", "sampled p=0.50"), ("rule", "sampled p=0.50")])]
+    record = EpisodeRecord(episode_id="e", run_id="t", task_id="task", family="f", domain_name="d",
+                           policy_name="p", policy_version="0", llm_backend="sim", success_validator=False,
+                           success_oracle=False, steps=steps)
+    assert diagnose.sampler_matches(uniform, [record], 1.0) == (1, 2)  # the rule step is not checked

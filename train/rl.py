@@ -3,8 +3,10 @@
 One iteration: episodes of the current policy, sampling its agent from softmax(scores / T), in
 groups of several episodes of one task with one world seed (only the policy's draws differ);
 reward = oracle success (the validator's verdict where the task has no gold answer) minus a price
-per LLM call; advantage = reward - the group's mean reward; a REINFORCE step on the steps the model
-decided (rule steps are not the policy's), plus an L2 pull towards the supervised start. Episodes
+per LLM call; advantage = reward - the group's mean reward (optionally normalised by the group's or
+the batch's spread); a REINFORCE step on the steps the model decided (rule steps are not the
+policy's), plus an L2 pull towards the supervised start; optionally several steps per batch on a
+PPO-style clipped ratio, an entropy bonus and a KL trust region. Episodes
 that ended on an infrastructure failure (or broke) get no reward, take no part in their group's
 mean, and are counted. The rollouts and the loop are in train/rl_loop.py.
 """
@@ -147,9 +149,16 @@ def episode_reward(record: EpisodeRecord, price_per_call: float) -> float:
     return float(bool(success)) - price_per_call * record.total_llm_calls
 
 
-def group_advantages(episodes: list[tuple[str, EpisodeRecord]], price_per_call: float) -> Batch:
+ADVANTAGE_NORMS = ("none", "group", "batch")
+
+
+def group_advantages(episodes: list[tuple[str, EpisodeRecord]], price_per_call: float, norm: str = "none") -> Batch:
     """Rewards and group-baseline advantages of (group key, episode) pairs; infrastructure failures
-    and broken episodes are left out and counted. A group with one scored episode has advantage 0."""
+    and broken episodes are left out and counted. A group with one scored episode has advantage 0.
+    norm: "group" divides each group's advantages by the group's standard deviation, "batch" all
+    of them by the batch's (a group whose rewards are all equal keeps advantage 0 either way)."""
+    if norm not in ADVANTAGE_NORMS:
+        raise RLError(f"advantage normalisation {norm!r}: one of {', '.join(ADVANTAGE_NORMS)}")
     batch = Batch()
     groups: dict[str, list[Scored]] = {}
     for key, record in episodes:
@@ -160,11 +169,21 @@ def group_advantages(episodes: list[tuple[str, EpisodeRecord]], price_per_call: 
         else:
             groups.setdefault(key, []).append(Scored(record, key, episode_reward(record, price_per_call)))
     for members in groups.values():
-        mean = sum(s.reward for s in members) / len(members)
+        rewards = np.array([s.reward for s in members])
+        scale = _std_or_one(rewards - rewards.mean()) if norm == "group" else 1.0
         for s in members:
-            s.advantage = s.reward - mean
+            s.advantage = float(s.reward - rewards.mean()) / scale
         batch.scored.extend(members)
+    if norm == "batch":
+        scale = _std_or_one(np.array([s.advantage for s in batch.scored]))
+        for s in batch.scored:
+            s.advantage /= scale
     return batch
+
+
+def _std_or_one(centred: np.ndarray) -> float:
+    std = float(np.sqrt((centred ** 2).mean())) if len(centred) else 0.0
+    return std if std > 1e-9 else 1.0
 
 
 def model_steps(record: EpisodeRecord) -> list[tuple[EpisodeState, int]]:
@@ -173,34 +192,118 @@ def model_steps(record: EpisodeRecord) -> list[tuple[EpisodeState, int]]:
             if s.decided_by == "model" and s.on_path]
 
 
+@dataclass
+class PolicyStep:
+    """One model decision of the batch: its feature rows, the agent drawn, the episode's advantage
+    and the log-probability the sampling policy gave the agent (the ratio's denominator)."""
+
+    rows: list[int]
+    agent: int
+    advantage: float
+    old_logp: float
+    old_logps: np.ndarray  # the sampling policy's log-probabilities of every agent (for the KL)
+
+
+def batch_steps(params: LinearWeights, batch: Batch, temperature: float
+                ) -> tuple[LinearWeights, list[PolicyStep]]:
+    """(params extended to every bucket the batch saw, the model's steps on the episodes' paths)."""
+    raw = [(s.advantage, params.bucket_ids(state), agent) for s in batch.scored
+           for state, agent in model_steps(s.record)]
+    params = params.extended(b for _, ids, _ in raw for b in ids)  # new rows are 0: scores unchanged
+    steps = []
+    for advantage, ids, agent in raw:
+        rows = params.rows(ids)
+        logps = log_softmax(params.scores(rows) / temperature)
+        steps.append(PolicyStep(rows, agent, advantage, float(logps[agent]), logps))
+    return params, steps
+
+
+def log_softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max()
+    return z - math.log(float(np.exp(z).sum()))
+
+
+def surrogate_gradient(params: LinearWeights, steps: list[PolicyStep], n_episodes: int, temperature: float,
+                       clip: float = 0.0, entropy: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(d/dW, d/db) of (1/n_episodes) x the sum over steps of min(r A, clip(r, 1 +- clip) A) plus
+    entropy x H(pi(. | state)), r = pi(agent | state) / pi_old(agent | state); clip 0 means
+    unclipped. At the sampling policy (r = 1) this is the REINFORCE gradient."""
+    grad_w, grad_b = np.zeros_like(params.weights), np.zeros(NUM_AGENTS)
+    for st in steps:
+        logp = log_softmax(params.scores(st.rows) / temperature)
+        p = np.exp(logp)
+        g = np.zeros(NUM_AGENTS)
+        ratio = math.exp(logp[st.agent] - st.old_logp)
+        if st.advantage and not (clip and (ratio > 1 + clip if st.advantage > 0 else ratio < 1 - clip)):
+            g = -p * (st.advantage * ratio)
+            g[st.agent] += st.advantage * ratio
+        if entropy:
+            g -= entropy * p * (logp + float(-(p * logp).sum()))
+        g /= temperature * max(n_episodes, 1)
+        np.add.at(grad_w, st.rows, g)
+        grad_b += g
+    return grad_w, grad_b
+
+
 def policy_gradient(params: LinearWeights, batch: Batch, temperature: float
                     ) -> tuple[LinearWeights, np.ndarray, np.ndarray]:
     """(params extended to every bucket the batch saw, d/dW, d/db) of the mean over scored
     episodes of advantage x sum over model steps of log pi(agent | state)."""
-    steps = [(s.advantage, params.bucket_ids(state), agent) for s in batch.scored if s.advantage
-             for state, agent in model_steps(s.record)]
-    params = params.extended(b for _, ids, _ in steps for b in ids)
-    grad_w, grad_b = np.zeros_like(params.weights), np.zeros(NUM_AGENTS)
-    n = max(len(batch.scored), 1)
-    for advantage, ids, agent in steps:
-        rows = params.rows(ids)
-        g = -softmax(params.scores(rows) / temperature)
-        g[agent] += 1.0
-        g *= advantage / (temperature * n)
-        np.add.at(grad_w, rows, g)
-        grad_b += g
-    return params, grad_w, grad_b
+    params, steps = batch_steps(params, batch, temperature)
+    return (params, *surrogate_gradient(params, steps, len(batch.scored), temperature))
+
+
+def mean_kl(params: LinearWeights, steps: list[PolicyStep], temperature: float) -> float:
+    """Mean over the batch's model steps of KL(sampling policy || params), in nats."""
+    if not steps:
+        return 0.0
+    total = 0.0
+    for st in steps:
+        new = log_softmax(params.scores(st.rows) / temperature)
+        total += float((np.exp(st.old_logps) * (st.old_logps - new)).sum())
+    return total / len(steps)
 
 
 def rl_update(params: LinearWeights, start: LinearWeights, batch: Batch, *, lr: float, pull: float,
-              temperature: float) -> LinearWeights:
-    """One gradient-ascent step on the advantage-weighted log-likelihood minus
-    pull/2 * ||theta - theta_start||^2 (theta: the weights and the bias)."""
-    params, grad_w, grad_b = policy_gradient(params, batch, temperature)
+              temperature: float, epochs: int = 1, clip: float = 0.0, entropy: float = 0.0,
+              max_kl: float = 0.0) -> LinearWeights:
+    """`epochs` gradient-ascent steps on the batch's clipped surrogate (see surrogate_gradient)
+    minus pull/2 * ||theta - theta_start||^2 (theta: the weights and the bias). One epoch without
+    clip or entropy is one REINFORCE step. max_kl > 0 is a trust region: a step that would take
+    the mean KL from the sampling policy at the batch's states past it is halved until it does
+    not (at most 12 times), and the epochs end there."""
+    params, steps = batch_steps(params, batch, temperature)
     w0 = start.aligned_to(params)
-    weights = params.weights + lr * (grad_w - pull * (params.weights - w0))
-    bias = params.bias + lr * (grad_b - pull * (params.bias - start.bias))
-    return LinearWeights(params.buckets, weights, bias, params.n_buckets)
+    for _ in range(epochs):
+        grad_w, grad_b = surrogate_gradient(params, steps, len(batch.scored), temperature, clip, entropy)
+        step_w, step_b = grad_w - pull * (params.weights - w0), grad_b - pull * (params.bias - start.bias)
+        scale = lr
+        for _ in range(12):
+            moved = LinearWeights(params.buckets, params.weights + scale * step_w, params.bias + scale * step_b,
+                                  params.n_buckets)
+            if not max_kl or mean_kl(moved, steps, temperature) <= max_kl:
+                break
+            scale /= 2
+        else:
+            return params  # no step small enough: stay
+        params = moved
+        if scale < lr:
+            break
+    return params
+
+
+def batch_diagnostics(params: LinearWeights, batch: Batch, temperature: float) -> dict[str, float]:
+    """Model steps per episode, the sampling policy's mean entropy (nats) at them, and the share of
+    groups whose advantages are not all 0 (the groups that carry a learning signal)."""
+    params, steps = batch_steps(params, batch, temperature)
+    entropies = [float(-(np.exp(lp) * lp).sum()) for lp in
+                 (log_softmax(params.scores(st.rows) / temperature) for st in steps)]
+    groups: dict[str, bool] = {}
+    for s in batch.scored:
+        groups[s.group] = groups.get(s.group, False) or abs(s.advantage) > 1e-9
+    return {"model_steps": len(steps) / max(len(batch.scored), 1),
+            "entropy": sum(entropies) / len(entropies) if entropies else float("nan"),
+            "informative_groups": sum(groups.values()) / len(groups) if groups else float("nan")}
 
 
 def distance_to_start(params: LinearWeights, start: LinearWeights) -> float:

@@ -2,9 +2,10 @@
 
 Each iteration draws `tasks_per_iter` training tasks, runs `group` episodes of each with one world
 seed (rollout.loop.episode.run_episode, the rules layer in front of the sampling policy, in this
-process's event loop), scores them, takes one update step and writes a checkpoint. A rerun with
-the same --out continues after the last complete iteration. The final policy is written to --out
-as a fast-policy artifact (`model:DIR` loads it), with rl_history.json and rl_curves.png.
+process's event loop), scores them, updates the policy (train.rl.rl_update) and writes a
+checkpoint. A rerun with the same --out continues after the last complete iteration. The final
+policy is written to --out as a fast-policy artifact (`model:DIR` loads it), with rl_history.json
+and rl_curves.png.
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ from train.encoder import ENCODER_VERSION
 from train.fast_policy import ID_LABELS, POLICY_CLASS, WEIGHTS_FILE
 from train.manifest import Manifest
 from train.rl import (
+    ADVANTAGE_NORMS,
     HISTORY_FILE,
     Batch,
     Checkpoint,
     LinearWeights,
     RLError,
     SampledLinearPolicy,
+    batch_diagnostics,
     distance_to_start,
     group_advantages,
     latest_checkpoint,
@@ -54,18 +57,27 @@ class RLSettings:
     lr: float = 0.5
     pull: float = 0.05  # L2 pull towards the supervised start
     temperature: float = 1.0  # of the sampling softmax
+    adv_norm: str = "none"  # advantage normalisation: none, group or batch (train.rl.group_advantages)
+    epochs: int = 1  # gradient steps per batch (more than 1: on the clipped surrogate)
+    clip: float = 0.0  # of the probability ratio, PPO-style (0: unclipped)
+    entropy: float = 0.0  # entropy bonus of the sampling policy at the model's steps
+    max_kl: float = 0.0  # trust region: mean KL (nats) from the sampling policy per update (0: none)
     seed: int = 0
     concurrency: int = 4
     llm: str = "sim:scale=0"  # the simulated world the episodes run in
 
     def check(self) -> None:
-        for name in ("iterations", "tasks_per_iter", "concurrency"):
+        for name in ("iterations", "tasks_per_iter", "concurrency", "epochs"):
             if getattr(self, name) < 1:
                 raise RLError(f"--{name.replace('_', '-')} must be at least 1")
         if self.group < 2:
             raise RLError("--group must be at least 2 (the baseline is the group's mean)")
-        if self.temperature <= 0 or self.lr <= 0 or self.pull < 0 or self.price_per_call < 0:
-            raise RLError("--temperature and --lr must be > 0; --pull and --price-per-call >= 0")
+        if self.temperature <= 0 or self.lr <= 0:
+            raise RLError("--temperature and --lr must be > 0")
+        if min(self.pull, self.price_per_call, self.clip, self.entropy, self.max_kl) < 0:
+            raise RLError("--pull, --price-per-call, --clip, --entropy and --max-kl must be >= 0")
+        if self.adv_norm not in ADVANTAGE_NORMS:
+            raise RLError(f"--adv-norm {self.adv_norm!r}: one of {', '.join(ADVANTAGE_NORMS)}")
 
 
 def _seed(*parts: object) -> int:
@@ -132,10 +144,13 @@ def run_rl(settings: RLSettings, init_dir: Path, out_dir: Path, log: Log = print
     for iteration in range(ckpt.iteration + 1, settings.iterations + 1):
         t0 = time.perf_counter()
         tasks = _iteration_tasks(train, settings, iteration)
-        batch = group_advantages(asyncio.run(_rollouts(tasks, params, settings, iteration)), settings.price_per_call)
-        params = rl_update(params, start, batch, lr=settings.lr, pull=settings.pull,
-                           temperature=settings.temperature)
-        history.append(_figures(iteration, batch, params, start, time.perf_counter() - t0))
+        batch = group_advantages(asyncio.run(_rollouts(tasks, params, settings, iteration)), settings.price_per_call,
+                                 settings.adv_norm)
+        sampled = batch_diagnostics(params, batch, settings.temperature)
+        params = rl_update(params, start, batch, lr=settings.lr, pull=settings.pull, temperature=settings.temperature,
+                           epochs=settings.epochs, clip=settings.clip, entropy=settings.entropy,
+                           max_kl=settings.max_kl)
+        history.append({**_figures(iteration, batch, params, start, time.perf_counter() - t0), **sampled})
         save_checkpoint(out_dir, Checkpoint(iteration, params, history, config))
         h = history[-1]
         log(f"iteration {iteration}/{settings.iterations}: reward {h['mean_reward']:.3f}, oracle "

@@ -82,6 +82,11 @@ class Reinforce:
     rl_lr: float = option(0.5, help="--rl: step size")
     pull: float = option(0.05, help="--rl: L2 pull towards the --init-from weights")
     temperature: float = option(1.0, help="--rl: of the sampling softmax during rollouts")
+    adv_norm: str = option("none", help="--rl: advantage normalisation: none, group (by its std) or batch")
+    rl_epochs: int = option(1, help="--rl: gradient steps per batch (above 1: on the clipped surrogate, --clip)")
+    clip: float = option(0.0, help="--rl: PPO-style clip of the probability ratio (0: none)")
+    entropy: float = option(0.0, help="--rl: entropy bonus of the sampling policy")
+    max_kl: float = option(0.0, help="--rl: trust region, mean KL (nats) from the sampling policy per update (0: none)")
     seed: int = option(0, help="--rl: draws of tasks, world seeds and the policy's samples")
     concurrency: int = option(4, help="--rl: episodes in flight")
     llm: str = option("sim:scale=0", help="--rl: the simulated world the episodes run in")
@@ -210,8 +215,8 @@ def _train_rl(artifact: Artifact, reinforce: Reinforce) -> None:
         raise typer.BadParameter("--rl needs --init-from (a fast-policy artifact) and --tasks")
     if artifact.out.startswith(("s3://", "s3a://")):
         raise typer.BadParameter("--rl writes a local --out (its checkpoints live there); upload the artifact after")
-    fields = {k: v for k, v in asdict(reinforce).items() if k not in ("rl", "rl_lr")}
-    settings = RLSettings(**fields, lr=reinforce.rl_lr)
+    fields = {k: v for k, v in asdict(reinforce).items() if k not in ("rl", "rl_lr", "rl_epochs")}
+    settings = RLSettings(**fields, lr=reinforce.rl_lr, epochs=reinforce.rl_epochs)
     try:
         manifest = run_rl(settings, Path(artifact.init_from), Path(artifact.out),
                           log=lambda line: typer.echo(line, err=True))

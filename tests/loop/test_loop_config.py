@@ -98,3 +98,12 @@ def test_publish_copies_a_verified_model_into_the_store(tmp_path: Path) -> None:
     assert out.returncode == 2 and "unreadable weights" in out.stderr and not (store / "models/broken").exists()
     out = _halo("loop", "publish", str(tmp_path / "nowhere"), "--store", str(store), "--as", "models/x")
     assert out.returncode == 2 and "not a model directory" in out.stderr
+
+
+def test_train_rl_keys_are_the_rl_settings_the_loop_does_not_set_itself() -> None:
+    from dataclasses import fields
+
+    from cluster.loop.config import RL_KEYS
+    from train.rl_loop import RLSettings
+
+    assert set(RL_KEYS) == {f.name for f in fields(RLSettings)} - {"tasks", "llm", "seed"}

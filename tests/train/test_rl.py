@@ -16,15 +16,20 @@ from train.rl import (
     Batch,
     Checkpoint,
     LinearWeights,
+    PolicyStep,
     RLError,
     Scored,
+    batch_diagnostics,
+    batch_steps,
     episode_reward,
     group_advantages,
     latest_checkpoint,
+    mean_kl,
     policy_gradient,
     rl_update,
     save_checkpoint,
     softmax,
+    surrogate_gradient,
 )
 
 
@@ -130,3 +135,108 @@ def test_checkpoints_resume_from_the_last_complete_iteration_and_refuse_other_se
         latest_checkpoint(tmp_path, {**settings, "lr": 0.1})
     meta = json.loads((tmp_path / "rl_checkpoints" / "iter-00002.json").read_text())
     assert meta["iteration"] == 2 and not math.isnan(meta["history"][0]["iteration"])
+
+
+def test_advantages_normalised_by_the_groups_or_the_batchs_spread_keep_equal_groups_at_zero():
+    eps = [("g1", _record("a", oracle=True)), ("g1", _record("b", oracle=False)),
+           ("g2", _record("c", oracle=True, calls=10)), ("g2", _record("d", oracle=True)),
+           ("g3", _record("e", oracle=False)), ("g3", _record("f", oracle=False))]
+    group = {s.record.episode_id: s.advantage for s in group_advantages(eps, 0.01, norm="group").scored}
+    assert group["a"] == pytest.approx(1.0) and group["b"] == pytest.approx(-1.0)
+    assert group["c"] == pytest.approx(-1.0) and group["d"] == pytest.approx(1.0)  # a call-only spread counts fully
+    assert group["e"] == group["f"] == 0.0
+    batch = {s.record.episode_id: s.advantage for s in group_advantages(eps, 0.01, norm="batch").scored}
+    raw = np.array([0.5, -0.5, -0.05, 0.05, 0.0, 0.0])
+    np.testing.assert_allclose([batch[k] for k in "abcdef"], raw / np.sqrt((raw ** 2).mean()))
+    with pytest.raises(RLError, match="one of none, group, batch"):
+        group_advantages(eps, 0.01, norm="zscore")
+
+
+def _moved_steps(clip_ratio_high: bool = False) -> tuple[LinearWeights, list[PolicyStep]]:
+    """The batch's steps under a sampling policy, and a policy moved away from it (ratio != 1)."""
+    old = _params(4)
+    state = _state()
+    batch = Batch([Scored(_record("a", oracle=True, agent=2, state=state), "g", 1.0, advantage=0.8),
+                   Scored(_record("b", oracle=False, agent=6, state=state), "g", 0.0, advantage=-0.5)])
+    old, steps = batch_steps(old, batch, 0.9)
+    shift = np.zeros(NUM_AGENTS)
+    shift[2], shift[6] = (0.1, -0.05) if not clip_ratio_high else (3.0, 0.0)
+    return LinearWeights(old.buckets, old.weights, old.bias + shift, old.n_buckets), steps
+
+
+def test_the_clipped_surrogate_with_entropy_bonus_matches_finite_differences_off_the_sampling_policy():
+    params, steps = _moved_steps()
+    temperature, clip, entropy = 0.9, 0.5, 0.3
+
+    def objective(bias: np.ndarray) -> float:
+        total = 0.0
+        for st in steps:
+            logp = np.log(softmax((bias + params.weights[st.rows].sum(axis=0)) / temperature))
+            ratio = np.exp(logp[st.agent] - st.old_logp)
+            total += min(ratio * st.advantage, np.clip(ratio, 1 - clip, 1 + clip) * st.advantage)
+            total += entropy * float(-(np.exp(logp) * logp).sum())
+        return total / 2
+
+    _, grad_b = surrogate_gradient(params, steps, 2, temperature, clip=clip, entropy=entropy)
+    unit, eps = np.eye(NUM_AGENTS), 1e-6
+    numeric = [(objective(params.bias + eps * unit[k]) - objective(params.bias - eps * unit[k])) / (2 * eps)
+               for k in range(NUM_AGENTS)]
+    np.testing.assert_allclose(grad_b, numeric, atol=1e-6)
+
+
+def test_a_step_whose_ratio_left_the_clip_range_in_its_advantages_direction_gives_no_gradient():
+    params, steps = _moved_steps(clip_ratio_high=True)  # agent 2 (advantage > 0) became far likelier
+    _, unclipped = surrogate_gradient(params, steps[:1], 1, 0.9)
+    _, clipped = surrogate_gradient(params, steps[:1], 1, 0.9, clip=0.2)
+    assert np.abs(unclipped).max() > 0 and np.abs(clipped).max() == 0.0
+
+
+def test_more_epochs_move_the_policy_further_and_one_epoch_is_the_reinforce_step():
+    params = _params(5)
+    state = _state()
+    batch = Batch([Scored(_record("a", oracle=True, agent=4, state=state), "g", 1.0, advantage=0.5),
+                   Scored(_record("b", oracle=False, agent=1, state=state), "g", 0.0, advantage=-0.5)])
+    _, grad_w, grad_b = policy_gradient(params, batch, 1.0)
+    one = rl_update(params, params, batch, lr=0.01, pull=0.0, temperature=1.0, clip=0.2)
+    np.testing.assert_allclose(one.bias, params.bias + 0.01 * grad_b)
+    four = rl_update(params, params, batch, lr=0.01, pull=0.0, temperature=1.0, epochs=4, clip=0.2)
+
+    def p4(w: LinearWeights) -> float:
+        return float(softmax(w.scores(w.rows(w.bucket_ids(state))))[4])
+
+    assert p4(params) < p4(one) < p4(four)
+
+
+def test_batch_diagnostics_count_model_steps_entropy_and_the_groups_that_carry_signal():
+    params = LinearWeights(np.zeros(0, dtype=np.int64), np.zeros((0, NUM_AGENTS)), np.zeros(NUM_AGENTS))
+    eps = [("g1", _record("a", oracle=True)), ("g1", _record("b", oracle=False, decided_by="rule")),
+           ("g2", _record("c", oracle=True)), ("g2", _record("d", oracle=True))]
+    figures = batch_diagnostics(params, group_advantages(eps, 0.0), 1.0)
+    assert figures["model_steps"] == pytest.approx(3 / 4)  # the rule step is not the model's
+    assert figures["entropy"] == pytest.approx(math.log(NUM_AGENTS))  # all-zero scores: uniform
+    assert figures["informative_groups"] == pytest.approx(0.5)
+
+
+def test_the_trust_region_halves_a_step_until_the_mean_kl_from_the_sampling_policy_is_within_it():
+    params = _params(6)
+    state = _state()
+    batch = Batch([Scored(_record("a", oracle=True, agent=4, state=state), "g", 1.0, advantage=1.0),
+                   Scored(_record("b", oracle=False, agent=1, state=state), "g", 0.0, advantage=-1.0)])
+    _, steps = batch_steps(params, batch, 1.0)
+    free = rl_update(params, params, batch, lr=5.0, pull=0.0, temperature=1.0, epochs=3)
+    bounded = rl_update(params, params, batch, lr=5.0, pull=0.0, temperature=1.0, epochs=3, max_kl=0.05)
+    assert mean_kl(free, steps, 1.0) > 0.05 >= mean_kl(bounded, steps, 1.0) > 0.05 / 4  # halved, not zeroed
+    p4 = [float(softmax(w.scores(w.rows(w.bucket_ids(state))))[4]) for w in (params, bounded)]
+    assert p4[1] > p4[0]
+
+
+def test_settings_refuse_an_unknown_advantage_normalisation_and_negative_update_knobs():
+    from train.rl_loop import RLSettings
+
+    with pytest.raises(RLError, match="--adv-norm 'zscore': one of none, group, batch"):
+        RLSettings(tasks="x", adv_norm="zscore").check()
+    for knob in ("clip", "entropy", "max_kl"):
+        with pytest.raises(RLError, match="must be >= 0"):
+            RLSettings(tasks="x", **{knob: -0.1}).check()
+    with pytest.raises(RLError, match="--epochs must be at least 1"):
+        RLSettings(tasks="x", epochs=0).check()
