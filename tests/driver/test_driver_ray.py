@@ -53,8 +53,10 @@ def test_job_commits_every_episode_once_and_resumes(tmp_path):
     assert summary.workers == 2 and summary.peak_rss_mb > 0
     cpus, quota = len(os.sched_getaffinity(0)), cpu_pinning.quota_cpus()
     if cpus >= 2 and (quota is None or quota >= cpus):  # pinning applies here: each worker had a CPU of its own
+        # Only workers that delivered a batch report their CPUs: on a busy machine one worker may have
+        # started after the other had run every episode.
         pinned = list(summary.worker_cpus.values())
-        assert len(pinned) == 2 and all(len(cpus) == 1 for cpus in pinned) and pinned[0] != pinned[1]
+        assert 1 <= len(pinned) <= 2 and all(len(cpus) == 1 for cpus in pinned) and len(set(pinned)) == len(pinned)
     assert summary.commits < 16  # batched, not one commit per episode
     _assert_exactly_once(store, job, {s.episode_id for s in job.specs})
     records = store.read_episodes([job.run_id])
