@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-import solvers
 from rollout.core.trajectory import EpisodeRecord
 from rollout.llm.errors import LLMConnectionError
 from rollout.loop.env import RefinementEnv
@@ -24,11 +23,7 @@ FAST = SimConfig(latency_scale=0.0)
 SPEC = "search:prior=rules+scripted,width=3,max_calls=12"
 
 
-@pytest.fixture(autouse=True)
-def solver_cache():
-    solvers.configure_cache(True)
-    yield
-    solvers.configure_cache(False)
+pytestmark = pytest.mark.usefixtures("solver_cache")
 
 
 def _search(task: Task, seed: int, spec: str = SPEC, config: EpisodeConfig | None = None) -> EpisodeRecord:

@@ -10,7 +10,6 @@ from dataclasses import asdict
 
 import pytest
 
-import solvers
 from rollout.core.trajectory import EpisodeRecord
 from rollout.llm.budget import llm_gate
 from rollout.loop.episode import EpisodeConfig, run_episode
@@ -24,11 +23,7 @@ JITTERED = SimConfig(latency_scale=0.002)
 SPEC = "search:prior=rules+scripted,width=3,max_calls=16,parallel=3"
 
 
-@pytest.fixture(autouse=True)
-def solver_cache():
-    solvers.configure_cache(True)
-    yield
-    solvers.configure_cache(False)
+pytestmark = pytest.mark.usefixtures("solver_cache")
 
 
 def _policy(spec: str, seed: int, *, concurrent: bool) -> SearchPolicy:
