@@ -56,6 +56,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--clients-normal", dest="clients_idle", action="store_false",
                         help="run the jobs' clients in the normal scheduling class (default: idle class, "
                              "as if on other machines)")
+    parser.add_argument("--follow", choices=("poll", "events"), default="poll",
+                        help="follow each job by polls (as PlanClient.wait()) or by its events stream")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args()
 
@@ -170,6 +172,26 @@ async def follow(client: httpx.AsyncClient, job_id: str, deadline: float) -> tup
     return None, server_errors
 
 
+async def follow_events(client: httpx.AsyncClient, job_id: str, deadline: float) -> tuple[dict[str, Any] | None, int]:
+    """The job followed by its events stream (server-sent events) to its `end` event; by polls
+    (follow) when the stream is refused or breaks."""
+    try:
+        async with client.stream("GET", f"/v1/plans/{job_id}/events",
+                                 timeout=max(1.0, deadline - time.monotonic())) as r:
+            if r.status_code == 200:
+                kind = ""
+                async for line in r.aiter_lines():
+                    if line.startswith("event: "):
+                        kind = line[7:]
+                    elif line.startswith("data: ") and kind == "end":
+                        return json.loads(line[6:]), 0
+            errors = int(r.status_code >= 500)
+    except httpx.HTTPError:
+        errors = 0
+    final, more = await follow(client, job_id, deadline)
+    return final, errors + more
+
+
 async def run_jobs(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], float, int]:
     """args.jobs clients, arriving at args.submit_rate a second: each submits its job and follows it
     to its end, as PlanClient.plan() does: (final jobs, seconds, 5xx answers + failed submissions)."""
@@ -184,12 +206,14 @@ async def run_jobs(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[s
         r = await submit(client, i, body, deadline)
         failures += r.status_code != 202
         if r.status_code == 202:
-            final, errors = await follow(client, r.json()["id"], deadline)
+            final, errors = await (follow_events if args.follow == "events" else follow)(
+                client, r.json()["id"], deadline)
             failures += errors
             if final is not None:
                 finals[final["id"]] = final
 
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=httpx.Limits(max_connections=32)) as client:
+    connections = args.jobs if args.follow == "events" else 32  # a stream holds its connection
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=httpx.Limits(max_connections=connections)) as client:
         await asyncio.gather(*(one(client, i, body) for i, body in enumerate(_bodies(args.jobs))))
     return finals, time.monotonic() - t0, failures
 
