@@ -368,15 +368,7 @@ class _Search:
         env.activate()
         cpu = env.solver_cpu_s
         if unit.checked:
-            for _ in range(self.spec.checks):
-                before = len(env.steps)
-                verdict = await env.check_acceptance()
-                if verdict is None:
-                    break
-                unit.checks.append(env.steps[before:])
-                if not verdict.passed:
-                    unit.suspects = verdict.suspects
-                    break
+            unit.checks, unit.suspects = await self._acceptance_checks(env)
         if unit.suspects is None:
             before = len(env.steps)
             await env.step(unit.decision)
@@ -385,9 +377,7 @@ class _Search:
 
     def _merge(self, unit: _Unit) -> _Node | None:
         """Add a finished child to the tree; returns the accepted node that ends the search, else None."""
-        path = unit.node.path
-        for i, records in enumerate(unit.checks):
-            path = self.tree.add(records, path, unit.branch if i == 0 else 0)
+        path = self._add_checks(unit.checks, unit.node.path, unit.branch)
         self.tree.solver_cpu_s += unit.solver_cpu_s
         if unit.suspects is not None:
             self.flagged.add(_state_key(unit.node.state))
@@ -408,21 +398,36 @@ class _Search:
         self._push(self._node(env, path))
         return None
 
-    async def _checks(self, env: RefinementEnv, parent: list[int], branch: int
-                      ) -> tuple[list[int], tuple[int, ...] | None]:
-        """Up to `checks` independent acceptance checks, stopping at the first that flags the PDDL:
-        (the path after them, None when all passed, else the agents the flagging check named)."""
-        path = parent
-        for i in range(self.spec.checks):
-            before, cpu = len(env.steps), env.solver_cpu_s
+    async def _acceptance_checks(self, env: RefinementEnv
+                                 ) -> tuple[list[list[StepRecord]], tuple[int, ...] | None]:
+        """Up to `checks` independent acceptance checks on `env`, stopping at the first that flags
+        the PDDL: (each check's records, None when all passed or the world offers none, else the
+        agents the flagging check named). The tree is not touched (see _add_checks)."""
+        records: list[list[StepRecord]] = []
+        for _ in range(self.spec.checks):
+            before = len(env.steps)
             verdict = await env.check_acceptance()
             if verdict is None:
-                return path, None
-            path = self.tree.add(env.steps[before:], path, branch if i == 0 else 0)
-            self.tree.solver_cpu_s += env.solver_cpu_s - cpu
+                break
+            records.append(env.steps[before:])
             if not verdict.passed:
-                return path, verdict.suspects
-        return path, None
+                return records, verdict.suspects
+        return records, None
+
+    def _add_checks(self, checks: list[list[StepRecord]], parent: list[int], branch: int) -> list[int]:
+        """The checks' records into the tree after `parent` (the first at `branch`); the path after them."""
+        path = parent
+        for i, records in enumerate(checks):
+            path = self.tree.add(records, path, branch if i == 0 else 0)
+        return path
+
+    async def _checks(self, env: RefinementEnv, parent: list[int], branch: int
+                      ) -> tuple[list[int], tuple[int, ...] | None]:
+        """The acceptance checks run and added to the tree: (the path after them, the suspects)."""
+        cpu = env.solver_cpu_s
+        checks, suspects = await self._acceptance_checks(env)
+        self.tree.solver_cpu_s += env.solver_cpu_s - cpu
+        return self._add_checks(checks, parent, branch), suspects
 
     async def _close(self, node: _Node) -> _Node:
         """Out of budget: the episode ends on the best node's state. A plan the validator accepts
