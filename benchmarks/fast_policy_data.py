@@ -9,6 +9,7 @@ trained and run on the same held-out tasks and seeds, and compared with the prom
 simulated (llm_backend=sim).
 
     python benchmarks/fast_policy_data.py --worlds 3 --world-seed 100 --variants base,hindsight
+    python benchmarks/fast_policy_data.py --worlds 2 --world-seed 100 --variants nextrank,dagger --dagger-rounds 2
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ VARIANTS: dict[str, dict] = {
     "base": {},
     "nextrank": {"next_ranked": True},
     "nextrank-model": {"next_ranked": True, "retry_prior": "model"},
+    # "dagger": the nextrank policy, then --dagger-rounds rounds of teacher labels on its own states
+    # (train/dagger.py), all labels ("none") or those whose agent moved the verdict ("progress")
+    "dagger": {"next_ranked": True, "dagger": "none"},
+    "dagger-progress": {"next_ranked": True, "dagger": "progress"},
     "hindsight": {"hindsight": True},
     "progress": {"progress_only": True},
     "cheap": {"prefer_cheap": True},
@@ -57,11 +62,46 @@ def _reference(held: list, eseeds: list[int], llm: str, base: list, base_calls: 
                       "calls ratio": round(ref_calls / base_calls, 3)}), flush=True)
 
 
-def run_world(llm: str, tasks_spec: str, train_seeds: int, eval_seeds: int, train_subsets: list[int],
-              variants: list[str], out: Path, reference: bool = True) -> list[dict]:
-    from rollout.tasks.loaders import load_tasks
+def _variant_model(name: str, eps: list, train: list, n_seeds: int, llm: str, out: Path, dagger_rounds: int,
+                   trained: dict[str, tuple[Path, int, float]]) -> list[tuple[Path, dict]]:
+    """The fast policy of one dataset variant with the figures of its row (a DAgger variant: one per
+    round, starting from the same variant without DAgger, trained once)."""
+    from train.dagger import DaggerSettings, run_dagger
     from train.dataset import BuildConfig, build_examples, write_dataset
     from train.fast_policy import retry_discount_from, train_fast_policy_dir
+
+    settings = dict(VARIANTS[name])
+    check = settings.pop("dagger", None)
+    key = json.dumps(settings, sort_keys=True)
+    if key not in trained:
+        discount = retry_discount_from(eps) if settings.pop("next_ranked", False) else 0.0
+        prior = settings.pop("retry_prior", "fresh")
+        build = BuildConfig(drop_idle=True, **settings)
+        examples, stages = build_examples(eps, build)
+        d = out / f"{name}-{n_seeds}"
+        write_dataset(examples, stages, d / "data", config=build, sources=["t"])
+        train_fast_policy_dir(d / "data", d / "model", name=name, retry_discount=discount)
+        if prior != "fresh":  # a decision setting: the same weights, the prior named in the manifest
+            _set_manifest_extra(d / "model", retry_prior=prior)
+        trained[key] = (d, len(examples), discount)
+    d, n_examples, discount = trained[key]
+    row = {"variant": name, "teacher episodes": len(eps), "examples": n_examples, "retry discount": round(discount, 3)}
+    if check is None:
+        return [(d / "model", row)]
+    dagger_out = out / f"{name}-{n_seeds}-dagger"
+    result = run_dagger(d / "data", d / "model", train, n_seeds, dagger_out,
+                        DaggerSettings(rounds=dagger_rounds, check=check, llm=llm), log=lambda m: print(m, flush=True))
+    return [(dagger_out / f"round-{r.round}" / "model",
+             {**row, "variant": f"{name} round {r.round}",
+              "student oracle (training tasks)": round(r.student_oracle, 3),
+              "labelled steps": r.labelled_steps, "examples added": r.examples_added,
+              "agreement": round(r.agreement, 3), "calls per label": round(r.calls_per_label, 3)})
+            for r in result.rounds]
+
+
+def run_world(llm: str, tasks_spec: str, train_seeds: int, eval_seeds: int, train_subsets: list[int],
+              variants: list[str], out: Path, reference: bool = True, dagger_rounds: int = 1) -> list[dict]:
+    from rollout.tasks.loaders import load_tasks
     from train.pipeline import paired_difference, run_policy, split_tasks
 
     tasks = [t for t in load_tasks(tasks_spec) if t.gold_domain and t.gold_problem]
@@ -79,27 +119,17 @@ def run_world(llm: str, tasks_spec: str, train_seeds: int, eval_seeds: int, trai
     rows = []
     for n_seeds in train_subsets:
         eps = [e for e in teacher if e.seed in tseeds[:n_seeds]]
+        trained: dict[str, tuple[Path, int, float]] = {}
         for name in variants:
-            settings = dict(VARIANTS[name])
-            discount = retry_discount_from(eps) if settings.pop("next_ranked", False) else 0.0
-            prior = settings.pop("retry_prior", "fresh")
-            build = BuildConfig(drop_idle=True, **settings)
-            examples, stages = build_examples(eps, build)
-            d = out / f"{name}-{n_seeds}"
-            write_dataset(examples, stages, d / "data", config=build, sources=["t"])
-            train_fast_policy_dir(d / "data", d / "model", name=name, retry_discount=discount)
-            if prior != "fresh":  # a decision setting: the same weights, the prior named in the manifest
-                _set_manifest_extra(d / "model", retry_prior=prior)
-            recs = run_policy(held, f"rules+model:{d / 'model'}", eseeds, "f", 16, llm).records
-            diff = paired_difference(recs, base)
-            calls = sum(r.total_llm_calls for r in recs) / len(recs)
-            rows.append({"variant": name, "teacher episodes": len(eps), "examples": len(examples),
-                         "retry discount": round(discount, 3),
-                         "fast oracle": sum(r.success_oracle is True for r in recs) / len(recs),
-                         "teacher oracle": sum(r.success_oracle is True for r in base) / len(base),
-                         "diff": diff["difference"], "se": diff["se"], "pairs": diff["episodes"],
-                         "calls ratio": round(calls / base_calls, 3)})
-            print(json.dumps(rows[-1]), flush=True)
+            for model, row in _variant_model(name, eps, train, n_seeds, llm, out, dagger_rounds, trained):
+                recs = run_policy(held, f"rules+model:{model}", eseeds, "f", 16, llm).records
+                diff = paired_difference(recs, base)
+                calls = sum(r.total_llm_calls for r in recs) / len(recs)
+                rows.append({**row, "fast oracle": sum(r.success_oracle is True for r in recs) / len(recs),
+                             "teacher oracle": sum(r.success_oracle is True for r in base) / len(base),
+                             "diff": diff["difference"], "se": diff["se"], "pairs": diff["episodes"],
+                             "calls ratio": round(calls / base_calls, 3)})
+                print(json.dumps(rows[-1]), flush=True)
     return rows
 
 
@@ -116,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-seeds", type=int, default=3)
     ap.add_argument("--variants", default="base,hindsight")
     ap.add_argument("--out", default="")
+    ap.add_argument("--dagger-rounds", type=int, default=1, help="rounds of the dagger variants")
     ap.add_argument("--no-reference", action="store_true", help="skip the rules+teacher reference row")
     args = ap.parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="fast-data-"))
@@ -131,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         print(f"== world {name}", flush=True)
         run_world(llm, args.tasks, args.train_seeds, args.eval_seeds, subsets, args.variants.split(","),
-                  out / name, reference=not args.no_reference)
+                  out / name, reference=not args.no_reference, dagger_rounds=args.dagger_rounds)
         print(f"   {time.perf_counter() - t0:.0f} s", flush=True)
     return 0
 

@@ -80,6 +80,13 @@ def main(argv: list[str] | None = None) -> int:
                          "when that choice left the plan failing (ablated either way)")
     ap.add_argument("--retry-prior", choices=("fresh", "model"), default="fresh",
                     help="the next-ranked move's prior: the symptom seen afresh, or the model's own scores")
+    ap.add_argument("--dagger-rounds", type=int, default=None,
+                    help="DAgger rounds: the fast policy on the training tasks, labelled by the teacher, "
+                         "retrained (default: the pipeline's; 0: off)")
+    ap.add_argument("--dagger-check", choices=("none", "progress"), default="none",
+                    help="which teacher labels join the data (progress: the label's agent moved the verdict)")
+    ap.add_argument("--dagger-beta", type=float, default=0.0,
+                    help="probability that the teacher's label runs instead of the student's choice")
     ap.add_argument("--usd-per-hour", type=float, default=1.2, help="hardware price of the trained policy")
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--llm-policy", action="store_true", help="also train and evaluate the SmolLM2 LoRA policy")
@@ -117,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         out=out, tasks=tasks, stronger="" if args.no_stronger else "teacher:model=sim,profile=stronger",
         vanilla=not args.no_vanilla, dynamic_ablation=not args.no_dynamic, holdout_domains=holdout,
         hindsight=args.hindsight, max_tries=args.max_tries, next_ranked=not args.no_next_ranked,
-        retry_prior=args.retry_prior,
+        retry_prior=args.retry_prior, dagger_check=args.dagger_check, dagger_beta=args.dagger_beta,
+        **({} if args.dagger_rounds is None else {"dagger_rounds": args.dagger_rounds}),
         teacher=args.teacher, baseline=args.baseline, train_seeds=args.train_seeds or (2 if args.quick else 6),
         eval_seeds=args.eval_seeds or (1 if args.quick else 6),
         cross_domain_seeds=args.cross_domain_seeds, progress_only=args.progress_only,
@@ -190,7 +198,7 @@ def run_family(cfg, n: int, seed: int, *, as_json: bool) -> int:  # noqa: ANN001
 
 
 def world_row(name: str, digest: str, result) -> dict:  # noqa: ANN001  (a PipelineResult)
-    from train.pipeline import PAIRED_KEY
+    from train.pipeline import NO_DAGGER_LABEL, PAIRED_KEY
 
     def row(policy: str):  # noqa: ANN202
         return next((r for r in result.comparison if r.policy == policy and r.family == "all"
@@ -198,26 +206,30 @@ def world_row(name: str, digest: str, result) -> dict:  # noqa: ANN001  (a Pipel
 
     fast, teacher = row("fast policy"), row("prompted teacher")
     paired = result.stages.get(PAIRED_KEY, {}).get("fast policy", {})
+    no_dagger = result.stages.get(PAIRED_KEY, {}).get(NO_DAGGER_LABEL, {})
     held = {t: next((ok for n, ok, _ in result.targets if n.startswith(t)), False) for t in FAMILY_TARGETS}
     return {"world": name, "hash": digest, "fast oracle": fast.oracle_success if fast else None,
             "teacher oracle": teacher.oracle_success if teacher else None,
             "paired difference": paired.get("difference"), "paired se": paired.get("se"),
             "episodes": paired.get("episodes"),
+            "without DAgger difference": no_dagger.get("difference"), "without DAgger se": no_dagger.get("se"),
             "calls ratio": (fast.llm_calls / teacher.llm_calls) if fast and teacher and teacher.llm_calls else None,
             "targets": held, "all pipeline targets": {n: ok for n, ok, _ in result.targets}}
 
 
 def format_family(rows: list[dict]) -> str:
     head = ["world", "hash", "fast policy oracle", "teacher oracle", "paired difference (points)",
-            "LLM calls ratio", *(t.split(": ", 1)[1] for t in FAMILY_TARGETS)]
+            "without DAgger (points)", "LLM calls ratio", *(t.split(": ", 1)[1] for t in FAMILY_TARGETS)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         pct = (lambda v: "-" if v is None else f"{100 * v:.1f}%")  # noqa: E731
         diff = "-" if r["paired difference"] is None else f"{r['paired difference']:+.1f} ± {r['paired se']:.1f}"
+        plain = r.get("without DAgger difference")
+        plain = "-" if plain is None else f"{plain:+.1f} ± {r['without DAgger se']:.1f}"
         ratio = "-" if r["calls ratio"] is None else f"{r['calls ratio']:.2f}x"
         held = ["yes" if r["targets"][t] else "NO" for t in FAMILY_TARGETS]
         lines.append(f"| {r['world']} | {r['hash']} | {pct(r['fast oracle'])} | {pct(r['teacher oracle'])} | {diff} | "
-                     f"{ratio} | " + " | ".join(held) + " |")
+                     f"{plain} | {ratio} | " + " | ".join(held) + " |")
     return "\n".join(lines)
 
 

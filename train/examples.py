@@ -102,7 +102,7 @@ def idle_step(st: StepRecord) -> bool:
 _NUMBER_RE = re.compile(r"\d+")
 
 
-def _verdict(state_json: str) -> tuple[str, frozenset[str]]:
+def validator_verdict(state_json: str) -> tuple[str, frozenset[str]]:
     """What the validator said about a state: its error category and its error lines with the
     numbers (lines, columns, steps) blanked, so an edit that only moves text is no progress."""
     state = json.loads(state_json)
@@ -119,7 +119,7 @@ def progress_step(ep: EpisodeRecord, index: int) -> bool:
         return True
     if index + 1 >= len(ep.steps):
         return False
-    return _verdict(ep.steps[index + 1].state_json) != _verdict(st.state_json)
+    return validator_verdict(ep.steps[index + 1].state_json) != validator_verdict(st.state_json)
 
 
 def _progress_flags(ep: EpisodeRecord, verdicts: list[tuple[str, frozenset[str]]]) -> list[bool]:
@@ -136,7 +136,7 @@ def hindsight_labels(ep: EpisodeRecord) -> dict[int, int]:
     Steps after which no later step made progress from that verdict map to -1 (no useful label).
     Read from the record: the validator's and parser's verdicts, no hidden knowledge."""
     labels: dict[int, int] = {}
-    verdicts = [_verdict(st.state_json) for st in ep.steps]
+    verdicts = [validator_verdict(st.state_json) for st in ep.steps]
     progress = _progress_flags(ep, verdicts)
     for i, st in enumerate(ep.steps):
         if st.is_hardcoded or progress[i]:

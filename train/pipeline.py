@@ -104,6 +104,12 @@ class PipelineConfig:
     # (HashedLinearPolicy.next_ranked, fast_policy.retry_discount_from); ablated as its own row
     next_ranked: bool = True
     retry_prior: str = "fresh"  # the next-ranked move's prior (HashedLinearPolicy.retry_prior): fresh | model
+    # DAgger-style aggregation (train/dagger.py): rounds of the fast policy running on the training tasks
+    # (train_seeds fresh seeds each), the teacher labelling each model-decided state, retraining on the
+    # union; 0: off. The policy without it is its own row ("fast policy without DAgger").
+    dagger_rounds: int = 1
+    dagger_check: str = "none"  # which labels join: none (all) | progress (the label's agent moved the verdict)
+    dagger_beta: float = 0.0  # P(the teacher's label runs instead of the student's choice), per state
     verify_augment: bool = True
     ablations: bool = True
     cross_domain: bool = True
@@ -121,6 +127,12 @@ class PipelineConfig:
             raise PipelineError(f"held_out_fraction must be in (0, 1), got {self.held_out_fraction}")
         if self.hardware_usd_per_hour < 0:
             raise PipelineError("hardware_usd_per_hour must be >= 0")
+        from train.dagger import DaggerError, DaggerSettings
+
+        try:
+            DaggerSettings(rounds=self.dagger_rounds, check=self.dagger_check, beta=self.dagger_beta).validate()
+        except DaggerError as exc:
+            raise PipelineError(str(exc)) from None
         from rollout.sim.spec import SimSpecError, absolute_world_spec, is_sim_spec, sim_config_for
 
         if not is_sim_spec(self.llm):
@@ -434,6 +446,8 @@ def run_pipeline(cfg: PipelineConfig, log: Log = print) -> PipelineResult:
     split = split_stage(cfg, result)
     episodes = teacher_stage(cfg, split, out, result, log)
     fast = fast_policy_stage(cfg, episodes, out, result, log)
+    if cfg.dagger_rounds:
+        fast = dagger_stage(cfg, split, fast, out, result, log)
     evaluation = evaluation_stage(cfg, split, episodes, fast, out, result, log)
     if cfg.ablations:
         ablations = ablation_stage(cfg, split, fast, evaluation, result, log)
@@ -521,9 +535,32 @@ def fast_policy_stage(cfg: PipelineConfig, episodes: list[EpisodeRecord], out: P
     return FastPolicies(models)
 
 
-def _eval_specs(cfg: PipelineConfig, main: Path) -> list[tuple[str, str]]:
+NO_DAGGER_LABEL = "fast policy without DAgger"
+
+
+def dagger_stage(cfg: PipelineConfig, split: TaskSplit, fast: FastPolicies, out: Path, result: PipelineResult,
+                 log: Log) -> FastPolicies:
+    """Stage 2b: DAgger rounds from the main fast policy (train/dagger.py); the result is the main policy,
+    the one before it is kept for its own row."""
+    from train.dagger import DaggerSettings, run_dagger
+
+    t0 = time.perf_counter()
+    settings = DaggerSettings(rounds=cfg.dagger_rounds, check=cfg.dagger_check, beta=cfg.dagger_beta,
+                              teacher=cfg.teacher, concurrency=cfg.concurrency, llm=cfg.llm, seed=cfg.seed)
+    dagger = run_dagger(out / "data" / "fast", fast.main, split.train, cfg.train_seeds, out / "dagger", settings,
+                        log=lambda msg: log(f"[2b] {msg}"))
+    result.stages["DAgger (teacher labels on the student's states; labelling calls are a data cost)"] = \
+        dagger.stages()
+    result.seconds["DAgger rounds"] = round(time.perf_counter() - t0, 1)
+    return FastPolicies({**fast.models, "fast": dagger.model_dir, "fast-no-dagger": fast.main})
+
+
+def _eval_specs(cfg: PipelineConfig, fast: FastPolicies) -> list[tuple[str, str]]:
     """(label, policy spec) of every row of the comparison, the LLM policy's aside."""
+    main = fast.main
     specs = [("fast policy", f"rules+model:{main}"), ("prompted teacher", cfg.baseline)]
+    if "fast-no-dagger" in fast.models:
+        specs.append((NO_DAGGER_LABEL, f"rules+model:{fast.models['fast-no-dagger']}"))
     if cfg.stronger:
         specs.append(("stronger teacher", cfg.stronger))
     if cfg.dynamic_ablation:
@@ -541,7 +578,7 @@ def evaluation_stage(cfg: PipelineConfig, split: TaskSplit, episodes: list[Episo
 
     eval_tasks = split.held_out
     log(f"[3/6] evaluation on {len(eval_tasks)} held-out tasks x {len(split.eval_seeds)} seeds")
-    specs = _eval_specs(cfg, fast.main)
+    specs = _eval_specs(cfg, fast)
     subset = cfg.llm_eval_tasks and cfg.llm_eval_tasks < len(eval_tasks)
     if cfg.llm_policy:
         log("[3b] short SmolLM2-135M LoRA run on CPU")
@@ -560,10 +597,11 @@ def evaluation_stage(cfg: PipelineConfig, split: TaskSplit, episodes: list[Episo
     merged = evaluation.merged()
     result.stages["LLM calls per episode by source"] = {label: calls_by_source(recs) for label, recs in merged.items()}
     result.stages[PAIRED_KEY] = {label: paired_difference(merged[label], merged["prompted teacher"])
-                                 for label in ("fast policy", LLM_LABEL, "rules+random", "majority class")
-                                 if label in merged}
+                                 for label in ("fast policy", LLM_LABEL, NO_DAGGER_LABEL, "rules+random",
+                                               "majority class") if label in merged}
     result.stages[FAST_PAIRED_KEY] = {label: paired_difference(merged[label], merged["fast policy"])
-                                      for label in ("rules+random", "majority class") if label in merged}
+                                      for label in (NO_DAGGER_LABEL, "rules+random", "majority class")
+                                      if label in merged}
     attach_table2(result, dict(specs), merged, eval_tasks, split.eval_seeds, cfg.hardware_usd_per_hour, cfg.vanilla)
     return evaluation
 
