@@ -2,6 +2,8 @@
 
 Teacher rollouts (the simulated prompted teacher, `rules+teacher:model=sim`) over the training
 tasks -> verifier filter -> augmentation -> (LLM-as-judge skipped: no endpoint) -> fast policy
+-> DAgger rounds (--dagger-rounds: the fast policy runs on the training tasks, the teacher labels
+its model-decided states, it is retrained on the union; train/dagger.py)
 (+ with --llm-policy a short SmolLM2-135M LoRA run on CPU) -> evaluation on held-out tasks, per
 benchmark family, against the teacher, rules+random and the majority class, with the paper's
 published real-LLM figures as separate rows. Then the ablations (unfiltered / validator /
@@ -85,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
                          "retrained (default: the pipeline's; 0: off)")
     ap.add_argument("--dagger-check", choices=("none", "progress"), default="none",
                     help="which teacher labels join the data (progress: the label's agent moved the verdict)")
+    ap.add_argument("--dagger-seeds", type=int, default=0,
+                    help="student episodes per training task and DAgger round (0: --train-seeds)")
     ap.add_argument("--dagger-beta", type=float, default=0.0,
                     help="probability that the teacher's label runs instead of the student's choice")
     ap.add_argument("--usd-per-hour", type=float, default=1.2, help="hardware price of the trained policy")
@@ -125,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         vanilla=not args.no_vanilla, dynamic_ablation=not args.no_dynamic, holdout_domains=holdout,
         hindsight=args.hindsight, max_tries=args.max_tries, next_ranked=not args.no_next_ranked,
         retry_prior=args.retry_prior, dagger_check=args.dagger_check, dagger_beta=args.dagger_beta,
+        dagger_seeds=args.dagger_seeds,
         **({} if args.dagger_rounds is None else {"dagger_rounds": args.dagger_rounds}),
         teacher=args.teacher, baseline=args.baseline, train_seeds=args.train_seeds or (2 if args.quick else 6),
         eval_seeds=args.eval_seeds or (1 if args.quick else 6),

@@ -110,6 +110,7 @@ class PipelineConfig:
     dagger_rounds: int = 1
     dagger_check: str = "none"  # which labels join: none (all) | progress (the label's agent moved the verdict)
     dagger_beta: float = 0.0  # P(the teacher's label runs instead of the student's choice), per state
+    dagger_seeds: int = 0  # student episodes per training task and round (0: train_seeds)
     verify_augment: bool = True
     ablations: bool = True
     cross_domain: bool = True
@@ -127,6 +128,8 @@ class PipelineConfig:
             raise PipelineError(f"held_out_fraction must be in (0, 1), got {self.held_out_fraction}")
         if self.hardware_usd_per_hour < 0:
             raise PipelineError("hardware_usd_per_hour must be >= 0")
+        if self.dagger_seeds < 0:
+            raise PipelineError(f"dagger_seeds must be >= 0, got {self.dagger_seeds}")
         from train.dagger import DaggerError, DaggerSettings
 
         try:
@@ -547,8 +550,8 @@ def dagger_stage(cfg: PipelineConfig, split: TaskSplit, fast: FastPolicies, out:
     t0 = time.perf_counter()
     settings = DaggerSettings(rounds=cfg.dagger_rounds, check=cfg.dagger_check, beta=cfg.dagger_beta,
                               teacher=cfg.teacher, concurrency=cfg.concurrency, llm=cfg.llm, seed=cfg.seed)
-    dagger = run_dagger(out / "data" / "fast", fast.main, split.train, cfg.train_seeds, out / "dagger", settings,
-                        log=lambda msg: log(f"[2b] {msg}"))
+    dagger = run_dagger(out / "data" / "fast", fast.main, split.train, cfg.dagger_seeds or cfg.train_seeds,
+                        out / "dagger", settings, log=lambda msg: log(f"[2b] {msg}"))
     result.stages["DAgger (teacher labels on the student's states; labelling calls are a data cost)"] = \
         dagger.stages()
     result.seconds["DAgger rounds"] = round(time.perf_counter() - t0, 1)
