@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dagger-rounds", type=int, default=None,
                     help="DAgger rounds: the fast policy on the training tasks, labelled by the teacher, "
                          "retrained (default: the pipeline's; 0: off)")
-    ap.add_argument("--dagger-check", choices=("none", "progress"), default="none",
+    ap.add_argument("--dagger-check", choices=("none", "progress"), default="progress",
                     help="which teacher labels join the data (progress: the label's agent moved the verdict)")
     ap.add_argument("--dagger-seeds", type=int, default=0,
                     help="student episodes per training task and DAgger round (0: --train-seeds)")

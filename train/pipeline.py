@@ -107,8 +107,8 @@ class PipelineConfig:
     # DAgger-style aggregation (train/dagger.py): rounds of the fast policy running on the training tasks
     # (train_seeds fresh seeds each), the teacher labelling each model-decided state, retraining on the
     # union; 0: off. The policy without it is its own row ("fast policy without DAgger").
-    dagger_rounds: int = 1
-    dagger_check: str = "none"  # which labels join: none (all) | progress (the label's agent moved the verdict)
+    dagger_rounds: int = 2
+    dagger_check: str = "progress"  # which labels join: progress (the label's agent moved the verdict) | none (all)
     dagger_beta: float = 0.0  # P(the teacher's label runs instead of the student's choice), per state
     dagger_seeds: int = 0  # student episodes per training task and round (0: train_seeds)
     verify_augment: bool = True
