@@ -5,7 +5,8 @@ agents sleeping their latency in real time: `sim:realtime=1`, the real planner a
 the sandbox). First /v1/decide alone: a probe sends one decision every --probe-gap-ms for
 --probe-s seconds (the baseline: half before the jobs, half after). Between the two halves
 --jobs plan jobs are submitted at once and followed to their end while the same probe runs, each
-as PlanClient.wait() follows a job (polls backing off from 0.5 s to 3 s while nothing changes);
+as PlanClient.wait() follows a job (a poll when the service's Retry-After says the next step is
+due, backing off up to 3 s while it is overdue);
 submissions refused with 429/503 are retried after Retry-After with the same key, as the client
 does. The clients and the probe stand for callers on other machines: each runs in a process and
 session of its own (see _own_session), the jobs' clients in the idle scheduling class
@@ -56,8 +57,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--clients-normal", dest="clients_idle", action="store_false",
                         help="run the jobs' clients in the normal scheduling class (default: idle class, "
                              "as if on other machines)")
-    parser.add_argument("--follow", choices=("poll", "events"), default="poll",
-                        help="follow each job by polls (as PlanClient.wait()) or by its events stream")
+    parser.add_argument("--follow", choices=("poll", "events", "none"), default="poll",
+                        help="follow each job by polls (as PlanClient.wait()), by its events stream, or not at all "
+                             "(none: submit, then read the jobs one at a time as they end; what the jobs' "
+                             "execution costs the decisions without their clients' reads)")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args()
 
@@ -155,9 +158,10 @@ async def submit(client: httpx.AsyncClient, i: int, body: dict[str, Any], deadli
 
 
 async def follow(client: httpx.AsyncClient, job_id: str, deadline: float) -> tuple[dict[str, Any] | None, int]:
-    """The job followed as PlanClient.wait() follows it (its polls back off from 0.5 s to 3 s while
-    nothing changes: serve/plan_client.py next_poll_s): (the final job or None, 5xx answers)."""
-    from serve.plan_client import POLL_MIN_S, next_poll_s
+    """The job followed as PlanClient.wait() follows it (a poll when the service's Retry-After says
+    the next step is due, backing off up to 3 s while nothing changes: serve/plan_client.py
+    next_poll_s): (the final job or None, 5xx answers)."""
+    from serve.plan_client import POLL_MIN_S, next_poll_s, retry_after_s
 
     seen, pause, server_errors = ("", -1), POLL_MIN_S, 0
     while time.monotonic() < deadline:
@@ -167,7 +171,7 @@ async def follow(client: httpx.AsyncClient, job_id: str, deadline: float) -> tup
         if view.get("status") in ("succeeded", "failed", "cancelled"):
             return view, server_errors
         now = (view.get("status", ""), len(view.get("steps", [])))
-        pause, seen = next_poll_s(pause, now != seen), now
+        pause, seen = next_poll_s(pause, now != seen, hint_s=retry_after_s(r.headers)), now
         await asyncio.sleep(pause)
     return None, server_errors
 
@@ -192,10 +196,29 @@ async def follow_events(client: httpx.AsyncClient, job_id: str, deadline: float)
     return final, errors + more
 
 
+async def collect(client: httpx.AsyncClient, ids: list[str], deadline: float) -> tuple[dict[str, dict[str, Any]], int]:
+    """--follow none: the submitted jobs read one at a time in submission order, waiting 2 s on one
+    that has not ended (about one request a second while the jobs run)."""
+    finals: dict[str, dict[str, Any]] = {}
+    errors = 0
+    for job_id in ids:
+        while time.monotonic() < deadline:
+            r = await client.get(f"/v1/plans/{job_id}")
+            errors += r.status_code >= 500
+            view = r.json() if r.status_code == 200 else {}
+            if view.get("status") in ("succeeded", "failed", "cancelled"):
+                finals[job_id] = view
+                await asyncio.sleep(0.01)
+                break
+            await asyncio.sleep(2.0)
+    return finals, errors
+
+
 async def run_jobs(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], float, int]:
     """args.jobs clients, arriving at args.submit_rate a second: each submits its job and follows it
     to its end, as PlanClient.plan() does: (final jobs, seconds, 5xx answers + failed submissions)."""
     finals: dict[str, dict[str, Any]] = {}
+    submitted: list[str] = []
     failures = 0
     t0 = time.monotonic()
     deadline = t0 + args.deadline_s
@@ -205,7 +228,9 @@ async def run_jobs(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[s
         await asyncio.sleep(i / args.submit_rate)
         r = await submit(client, i, body, deadline)
         failures += r.status_code != 202
-        if r.status_code == 202:
+        if r.status_code == 202 and args.follow == "none":
+            submitted.append(r.json()["id"])
+        elif r.status_code == 202:
             final, errors = await (follow_events if args.follow == "events" else follow)(
                 client, r.json()["id"], deadline)
             failures += errors
@@ -215,6 +240,10 @@ async def run_jobs(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[s
     connections = args.jobs if args.follow == "events" else 32  # a stream holds its connection
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=httpx.Limits(max_connections=connections)) as client:
         await asyncio.gather(*(one(client, i, body) for i, body in enumerate(_bodies(args.jobs))))
+        if submitted:
+            collected, errors = await collect(client, submitted, deadline)
+            finals.update(collected)
+            failures += errors
     return finals, time.monotonic() - t0, failures
 
 
