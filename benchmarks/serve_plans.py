@@ -39,6 +39,7 @@ from benchmarks.http_load import Conn
 TASKS = [f"planbench/blocksworld/instance-{i}" for i in range(2, 10)]
 BUDGET = {"max_steps": 8, "max_llm_calls": 20, "max_usd": 1.0, "max_seconds": 600.0}
 SUBMIT_TRIES = 5
+POLLS = [0]  # GET /v1/plans/{id} requests the clients' process sent (reported as polls/s)
 
 
 def parse_args() -> argparse.Namespace:
@@ -166,6 +167,7 @@ async def follow(client: httpx.AsyncClient, job_id: str, deadline: float) -> tup
     seen, pause, server_errors = ("", -1), POLL_MIN_S, 0
     while time.monotonic() < deadline:
         r = await client.get(f"/v1/plans/{job_id}")
+        POLLS[0] += 1
         server_errors += r.status_code >= 500
         view = r.json() if r.status_code == 200 else {}
         if view.get("status") in ("succeeded", "failed", "cancelled"):
@@ -204,6 +206,7 @@ async def collect(client: httpx.AsyncClient, ids: list[str], deadline: float) ->
     for job_id in ids:
         while time.monotonic() < deadline:
             r = await client.get(f"/v1/plans/{job_id}")
+            POLLS[0] += 1
             errors += r.status_code >= 500
             view = r.json() if r.status_code == 200 else {}
             if view.get("status") in ("succeeded", "failed", "cancelled"):
@@ -252,10 +255,11 @@ def _clients_process(url: str, args: argparse.Namespace, results: Any) -> None:
         _elsewhere()
     else:
         _own_session()
-    results.put(asyncio.run(run_jobs(url, args)))
+    finals, seconds, failures = asyncio.run(run_jobs(url, args))
+    results.put((finals, seconds, failures, POLLS[0]))
 
 
-def clients(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], float, int]:
+def clients(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], float, int, int]:
     """run_jobs in a process (and session) of its own, like the probe."""
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
@@ -285,11 +289,11 @@ def measure(args: argparse.Namespace, svc: Any) -> dict[str, Any]:
     base: list[float] = []
     errors = probe_for(host, port, gap, args.probe_s / 2, base)
     prober = Prober(host, port, gap)
-    finals, seconds, server_errors = clients(svc.fast_url, args)
+    finals, seconds, server_errors, polls = clients(svc.fast_url, args)
     during, during_errors = prober.finish()
     errors += during_errors + probe_for(host, port, gap, args.probe_s / 2, base)
     return {"base": base, "during": during, "finals": finals, "seconds": seconds,
-            "server_errors": server_errors, "probe_errors": errors}
+            "server_errors": server_errors, "probe_errors": errors, "polls": polls}
 
 
 def report(args: argparse.Namespace, m: dict[str, Any], gate: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -306,6 +310,7 @@ def report(args: argparse.Namespace, m: dict[str, Any], gate: dict[str, Any]) ->
         "decide_ms": {"base_p50": quantile(m["base"], 0.5), "base_p99": quantile(m["base"], 0.99),
                       "during_p50": quantile(m["during"], 0.5), "during_p99": quantile(m["during"], 0.99),
                       "base_n": len(m["base"]), "during_n": len(m["during"])},
+        "polls": m["polls"], "polls_per_s": round(m["polls"] / m["seconds"], 1) if m["seconds"] else 0.0,
         "p99_ratio_upper": round(p99_x, 3), "server_errors": m["server_errors"], "probe_errors": m["probe_errors"]}
     checks = {"decide p99 during plans <= 2x without (95% upper bound)": p99_x <= 2.0,
               f"all {args.jobs} jobs end within {args.deadline_s:g} s": len(finals) == args.jobs,
@@ -321,6 +326,7 @@ def print_report(figures: dict[str, Any], missed: list[str]) -> None:
     print(f"LLM calls {figures['llm_calls']} of {figures['llm_calls_budget']} budgeted "
           f"({100 * figures['llm_calls'] / max(1, figures['llm_calls_budget']):.1f}%); "
           f"${figures['cost_usd']} of ${figures['usd_budget']:g}; runner gate {figures['llm_gate']}")
+    print(f"job polls (GET /v1/plans/{{id}}): {figures['polls']}, {figures['polls_per_s']}/s")
     print(f"/v1/decide without plans: p50 {d['base_p50']:.2f} ms, p99 {d['base_p99']:.2f} ms (n={d['base_n']}); "
           f"during: p50 {d['during_p50']:.2f} ms, p99 {d['during_p99']:.2f} ms (n={d['during_n']})")
     print(f"p99 ratio, 95% upper bound: {figures['p99_ratio_upper']}x (target <= 2x); "

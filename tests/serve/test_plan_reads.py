@@ -4,6 +4,8 @@ Retry-After it gives an unfinished job, and PlanClient.wait() following that hin
 from __future__ import annotations
 
 import json
+import time
+from types import SimpleNamespace
 
 import pytest
 from scripted_http import ScriptedHTTP
@@ -78,7 +80,9 @@ def test_wait_polls_when_the_service_says(flaky, monkeypatch):
                            (200, {}, {**running, "steps": [{"step": 0}, {"step": 1}]}),
                            (200, {}, {"id": JOB, "status": "succeeded", "steps": [{}, {}, {}]})]
     pauses: list[float] = []
-    monkeypatch.setattr("serve.plan_client.time.sleep", pauses.append)
+    clock = SimpleNamespace(sleep=pauses.append, monotonic=time.monotonic, time=time.time)
+    monkeypatch.setattr("serve.plan_client.time", clock)  # this module's sleeps only, not other threads'
+
     with PlanClient(url) as client:
         final = client.wait(JOB, timeout_s=60)
     assert final.status == "succeeded" and final.poll_after_s is None
