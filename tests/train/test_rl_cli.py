@@ -89,14 +89,17 @@ def test_rl_refuses_bad_input_in_one_line(start_dir, tmp_path):
     assert "Traceback" not in result.output
 
 
-def test_a_resumed_run_ends_where_an_uninterrupted_one_does(start_dir, tmp_path):
+@pytest.mark.parametrize("advantage", ["group", "fork"])
+def test_a_resumed_run_ends_where_an_uninterrupted_one_does(start_dir, tmp_path, advantage):
     """Checkpoints keep float64 weights and every draw is seeded by (seed, iteration, task, k),
-    so stopping after iteration 1 and resuming gives the uninterrupted run's weights exactly."""
+    so stopping after iteration 1 and resuming gives the uninterrupted run's weights exactly (in
+    fork mode too: the states forked are drawn by seed, the branches replay their snapshot's streams)."""
     import numpy as np
 
     from train.rl_loop import RLSettings, run_rl
 
-    settings = RLSettings(tasks=TASKS, iterations=2, tasks_per_iter=2, group=2, concurrency=2, seed=7)
+    settings = RLSettings(tasks=TASKS, iterations=2, tasks_per_iter=2, group=2, concurrency=2, seed=7,
+                          advantage=advantage)
     run_rl(settings, start_dir, tmp_path / "whole", log=lambda _: None)
     run_rl(RLSettings(**{**settings.__dict__, "iterations": 1}), start_dir, tmp_path / "split", log=lambda _: None)
     lines: list[str] = []
