@@ -67,7 +67,12 @@ class ForkedState:
     branches: list[Branch] = field(default_factory=list)
 
     def rewards(self) -> dict[int, float]:
-        return {b.agent: b.reward for b in self.branches if b.scored}
+        """Each tried agent's mean reward over its scored branches (agents with none left out)."""
+        sums: dict[int, list[float]] = {}
+        for b in self.branches:
+            if b.scored:
+                sums.setdefault(b.agent, []).append(b.reward)
+        return {a: sum(r) / len(r) for a, r in sums.items()}
 
 
 def fork_advantages(rewards: dict[int, float]) -> dict[int, float]:
@@ -114,14 +119,20 @@ def choose_states(n_model_states: int, n: int, seed: int) -> list[int]:
 
 
 async def run_branch(template: RefinementEnv, snap: EnvSnapshot, agent: int, finisher: Policy,
-                     price_per_call: float) -> Branch:
+                     price_per_call: float, replicate: int = 0) -> Branch:
     """Restore `snap` in a fresh env (same backend, limits and step budget as `template`), step
-    `agent`, finish with `finisher`; the branch's reward and calls after the fork."""
+    `agent`, finish with `finisher`; the branch's reward and calls after the fork. Replicate 0
+    replays the snapshot's random streams; replicate r > 0 draws the world's calls afresh from
+    a stream seeded by the snapshot's and r (the same for every agent: still common random
+    numbers across the agents of one replicate)."""
     env = RefinementEnv(template.backend, limits=template.limits, max_steps=template.max_steps,
                         render_natural_language=template.render_natural_language)
     branch = Branch(agent)
     try:
         env.restore(snap)
+        if replicate:
+            env, restored = env.fork(resample=replicate), env
+            restored.close()
         env.activate()
         result = await env.step(Decision(agent, "model", reason=BRANCH_REASON))
         while not result.done:
@@ -144,13 +155,15 @@ async def run_branch(template: RefinementEnv, snap: EnvSnapshot, agent: int, fin
 
 
 async def fork_state(template: RefinementEnv, snap: EnvSnapshot, sampled: int, finisher: Policy,
-                     scores: np.ndarray, k: int, price_per_call: float) -> ForkedState:
-    """Every tried agent's branch from one snapshot, one after another (they share its streams)."""
+                     scores: np.ndarray, k: int, price_per_call: float, samples: int = 1) -> ForkedState:
+    """Every tried agent's branches from one snapshot, one after another: `samples` replicates
+    each (run_branch); an agent's reward is the mean over its scored replicates."""
     assert snap.state is not None
     agents = tried_agents(scores, sampled, k)
     forked = ForkedState(snap.state, sampled, agents[0])
-    for agent in agents:
-        forked.branches.append(await run_branch(template, snap, agent, finisher, price_per_call))
+    for replicate in range(samples):
+        for agent in agents:
+            forked.branches.append(await run_branch(template, snap, agent, finisher, price_per_call, replicate))
     return forked
 
 

@@ -66,12 +66,14 @@ class RLSettings:
     advantage: str = "group"  # group: episode reward - its group's mean; fork: per state, from forks (train/rl_fork.py)
     fork_k: int = 3  # fork: the current policy's top agents tried at a forked state (plus the sampled one)
     fork_states: int = 2  # fork: model-decided states forked per episode (a sample)
+    fork_samples: int = 1  # fork: branches per tried agent (replicates beyond the first resample the world)
     seed: int = 0
     concurrency: int = 4
     llm: str = "sim:scale=0"  # the simulated world the episodes run in
 
     def check(self) -> None:
-        for name in ("iterations", "tasks_per_iter", "concurrency", "epochs", "group", "fork_states"):
+        for name in ("iterations", "tasks_per_iter", "concurrency", "epochs", "group", "fork_states",
+                     "fork_samples"):
             if getattr(self, name) < 1:
                 raise RLError(f"--{name.replace('_', '-')} must be at least 1")
         if self.advantage not in ADVANTAGES:
@@ -153,7 +155,7 @@ async def _fork_rollouts(tasks: list[Task], params: LinearWeights, settings: RLS
                     snap, sampled = sampler.snapshots[i]
                     assert snap.state is not None
                     forked.append(await fork_state(sampler.env, snap, sampled, finisher, argmax.scores(snap.state),
-                                                   settings.fork_k, settings.price_per_call))
+                                                   settings.fork_k, settings.price_per_call, settings.fork_samples))
         return (f"{task.task_id}|{world_seed}", record), forked
 
     done = await asyncio.gather(*(one(t, k) for t in tasks for k in range(settings.group)))

@@ -91,6 +91,8 @@ class Reinforce:
                                           "forked branches of the top agents, finished by the argmax)")
     fork_k: int = option(3, help="--rl --advantage fork: top agents tried at a forked state (plus the sampled one)")
     fork_states: int = option(2, help="--rl --advantage fork: model-decided states forked per episode")
+    fork_samples: int = option(1, help="--rl --advantage fork: branches per tried agent (their mean reward; "
+                                       "replicates after the first resample the world)")
     seed: int = option(0, help="--rl: draws of tasks, world seeds and the policy's samples")
     concurrency: int = option(4, help="--rl: episodes in flight")
     llm: str = option("sim:scale=0", help="--rl: the simulated world the episodes run in")

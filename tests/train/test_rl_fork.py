@@ -121,6 +121,13 @@ def test_infra_failed_and_broken_branches_are_left_out_of_the_mean_and_counted()
     assert figures["fork_informative"] == 0.5 and figures["fork_argmax_beaten"] == 0.0
 
 
+def test_an_agents_reward_is_the_mean_over_its_scored_replicates():
+    forked = ForkedState(_state(), 2, 1, [Branch(1, 1.0), Branch(2, 0.0), Branch(1, 0.0), Branch(2, 0.0),
+                                          Branch(1, 1.0, infra_error="llm: timeout")])
+    assert forked.rewards() == {1: 0.5, 2: 0.0}
+    assert fork_advantages(forked.rewards()) == {1: 0.25, 2: -0.25}
+
+
 def test_tried_agents_are_the_top_k_then_the_sampled_one_and_state_choice_is_seeded():
     scores = np.zeros(NUM_AGENTS)
     scores[[5, 3, 8]] = [3.0, 2.0, 1.0]
@@ -212,6 +219,12 @@ def test_branches_share_the_snapshots_streams_and_are_reproducible(start, monkey
     # the same agent from the same snapshot, after another branch ran from it: the same records
     assert _steps_json(first.steps, clock=False) == _steps_json(again.steps, clock=False)
     assert (runs[0].reward, runs[0].calls) == (runs[2].reward, runs[2].calls)
+    # a resampled replicate is reproducible too
+    asyncio.run(run_branch(template, snap, sampled, finisher, 0.02, replicate=1))
+    asyncio.run(run_branch(template, snap, sampled, finisher, 0.02, replicate=1))
+    one, one_again = captured[-3], captured[-1]  # each run also closes the env it forked from
+    assert one.steps[prefix].agent_id == sampled and len(one.steps) > prefix
+    assert _steps_json(one.steps, clock=False) == _steps_json(one_again.steps, clock=False)
     assert _steps_json(first.steps[:prefix]) == _steps_json(record.steps[:prefix])  # the episode's own prefix
     # common random numbers: the branch of the sampled agent draws what the episode drew at that
     # step (a resampled world would draw afresh)
