@@ -5,7 +5,8 @@ agents sleeping their latency in real time: `sim:realtime=1`, the real planner a
 the sandbox). First /v1/decide alone: a probe sends one decision every --probe-gap-ms for
 --probe-s seconds (the baseline: half before the jobs, half after). Between the two halves
 --jobs plan jobs are submitted at once and followed to their end while the same probe runs, each
-as PlanClient.wait() follows a job (polls backing off from 0.5 s to 3 s while nothing changes);
+as PlanClient.wait() follows a job (a poll when the service's Retry-After says the next step is
+due, backing off up to 3 s while it is overdue);
 submissions refused with 429/503 are retried after Retry-After with the same key, as the client
 does. The clients and the probe stand for callers on other machines: each runs in a process and
 session of its own (see _own_session), the jobs' clients in the idle scheduling class
@@ -38,6 +39,7 @@ from benchmarks.http_load import Conn
 TASKS = [f"planbench/blocksworld/instance-{i}" for i in range(2, 10)]
 BUDGET = {"max_steps": 8, "max_llm_calls": 20, "max_usd": 1.0, "max_seconds": 600.0}
 SUBMIT_TRIES = 5
+POLLS = [0]  # GET /v1/plans/{id} requests the clients' process sent (reported as polls/s)
 
 
 def parse_args() -> argparse.Namespace:
@@ -56,8 +58,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--clients-normal", dest="clients_idle", action="store_false",
                         help="run the jobs' clients in the normal scheduling class (default: idle class, "
                              "as if on other machines)")
-    parser.add_argument("--follow", choices=("poll", "events"), default="poll",
-                        help="follow each job by polls (as PlanClient.wait()) or by its events stream")
+    parser.add_argument("--follow", choices=("poll", "events", "none"), default="poll",
+                        help="follow each job by polls (as PlanClient.wait()), by its events stream, or not at all "
+                             "(none: submit, then read the jobs one at a time as they end; what the jobs' "
+                             "execution costs the decisions without their clients' reads)")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args()
 
@@ -155,19 +159,21 @@ async def submit(client: httpx.AsyncClient, i: int, body: dict[str, Any], deadli
 
 
 async def follow(client: httpx.AsyncClient, job_id: str, deadline: float) -> tuple[dict[str, Any] | None, int]:
-    """The job followed as PlanClient.wait() follows it (its polls back off from 0.5 s to 3 s while
-    nothing changes: serve/plan_client.py next_poll_s): (the final job or None, 5xx answers)."""
-    from serve.plan_client import POLL_MIN_S, next_poll_s
+    """The job followed as PlanClient.wait() follows it (a poll when the service's Retry-After says
+    the next step is due, backing off up to 3 s while nothing changes: serve/plan_client.py
+    next_poll_s): (the final job or None, 5xx answers)."""
+    from serve.plan_client import POLL_MIN_S, next_poll_s, retry_after_s
 
     seen, pause, server_errors = ("", -1), POLL_MIN_S, 0
     while time.monotonic() < deadline:
         r = await client.get(f"/v1/plans/{job_id}")
+        POLLS[0] += 1
         server_errors += r.status_code >= 500
         view = r.json() if r.status_code == 200 else {}
         if view.get("status") in ("succeeded", "failed", "cancelled"):
             return view, server_errors
         now = (view.get("status", ""), len(view.get("steps", [])))
-        pause, seen = next_poll_s(pause, now != seen), now
+        pause, seen = next_poll_s(pause, now != seen, hint_s=retry_after_s(r.headers)), now
         await asyncio.sleep(pause)
     return None, server_errors
 
@@ -192,10 +198,30 @@ async def follow_events(client: httpx.AsyncClient, job_id: str, deadline: float)
     return final, errors + more
 
 
+async def collect(client: httpx.AsyncClient, ids: list[str], deadline: float) -> tuple[dict[str, dict[str, Any]], int]:
+    """--follow none: the submitted jobs read one at a time in submission order, waiting 2 s on one
+    that has not ended (about one request a second while the jobs run)."""
+    finals: dict[str, dict[str, Any]] = {}
+    errors = 0
+    for job_id in ids:
+        while time.monotonic() < deadline:
+            r = await client.get(f"/v1/plans/{job_id}")
+            POLLS[0] += 1
+            errors += r.status_code >= 500
+            view = r.json() if r.status_code == 200 else {}
+            if view.get("status") in ("succeeded", "failed", "cancelled"):
+                finals[job_id] = view
+                await asyncio.sleep(0.01)
+                break
+            await asyncio.sleep(2.0)
+    return finals, errors
+
+
 async def run_jobs(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], float, int]:
     """args.jobs clients, arriving at args.submit_rate a second: each submits its job and follows it
     to its end, as PlanClient.plan() does: (final jobs, seconds, 5xx answers + failed submissions)."""
     finals: dict[str, dict[str, Any]] = {}
+    submitted: list[str] = []
     failures = 0
     t0 = time.monotonic()
     deadline = t0 + args.deadline_s
@@ -205,7 +231,9 @@ async def run_jobs(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[s
         await asyncio.sleep(i / args.submit_rate)
         r = await submit(client, i, body, deadline)
         failures += r.status_code != 202
-        if r.status_code == 202:
+        if r.status_code == 202 and args.follow == "none":
+            submitted.append(r.json()["id"])
+        elif r.status_code == 202:
             final, errors = await (follow_events if args.follow == "events" else follow)(
                 client, r.json()["id"], deadline)
             failures += errors
@@ -215,6 +243,10 @@ async def run_jobs(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[s
     connections = args.jobs if args.follow == "events" else 32  # a stream holds its connection
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=httpx.Limits(max_connections=connections)) as client:
         await asyncio.gather(*(one(client, i, body) for i, body in enumerate(_bodies(args.jobs))))
+        if submitted:
+            collected, errors = await collect(client, submitted, deadline)
+            finals.update(collected)
+            failures += errors
     return finals, time.monotonic() - t0, failures
 
 
@@ -223,10 +255,11 @@ def _clients_process(url: str, args: argparse.Namespace, results: Any) -> None:
         _elsewhere()
     else:
         _own_session()
-    results.put(asyncio.run(run_jobs(url, args)))
+    finals, seconds, failures = asyncio.run(run_jobs(url, args))
+    results.put((finals, seconds, failures, POLLS[0]))
 
 
-def clients(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], float, int]:
+def clients(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], float, int, int]:
     """run_jobs in a process (and session) of its own, like the probe."""
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
@@ -256,11 +289,11 @@ def measure(args: argparse.Namespace, svc: Any) -> dict[str, Any]:
     base: list[float] = []
     errors = probe_for(host, port, gap, args.probe_s / 2, base)
     prober = Prober(host, port, gap)
-    finals, seconds, server_errors = clients(svc.fast_url, args)
+    finals, seconds, server_errors, polls = clients(svc.fast_url, args)
     during, during_errors = prober.finish()
     errors += during_errors + probe_for(host, port, gap, args.probe_s / 2, base)
     return {"base": base, "during": during, "finals": finals, "seconds": seconds,
-            "server_errors": server_errors, "probe_errors": errors}
+            "server_errors": server_errors, "probe_errors": errors, "polls": polls}
 
 
 def report(args: argparse.Namespace, m: dict[str, Any], gate: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -277,6 +310,7 @@ def report(args: argparse.Namespace, m: dict[str, Any], gate: dict[str, Any]) ->
         "decide_ms": {"base_p50": quantile(m["base"], 0.5), "base_p99": quantile(m["base"], 0.99),
                       "during_p50": quantile(m["during"], 0.5), "during_p99": quantile(m["during"], 0.99),
                       "base_n": len(m["base"]), "during_n": len(m["during"])},
+        "polls": m["polls"], "polls_per_s": round(m["polls"] / m["seconds"], 1) if m["seconds"] else 0.0,
         "p99_ratio_upper": round(p99_x, 3), "server_errors": m["server_errors"], "probe_errors": m["probe_errors"]}
     checks = {"decide p99 during plans <= 2x without (95% upper bound)": p99_x <= 2.0,
               f"all {args.jobs} jobs end within {args.deadline_s:g} s": len(finals) == args.jobs,
@@ -292,6 +326,7 @@ def print_report(figures: dict[str, Any], missed: list[str]) -> None:
     print(f"LLM calls {figures['llm_calls']} of {figures['llm_calls_budget']} budgeted "
           f"({100 * figures['llm_calls'] / max(1, figures['llm_calls_budget']):.1f}%); "
           f"${figures['cost_usd']} of ${figures['usd_budget']:g}; runner gate {figures['llm_gate']}")
+    print(f"job polls (GET /v1/plans/{{id}}): {figures['polls']}, {figures['polls_per_s']}/s")
     print(f"/v1/decide without plans: p50 {d['base_p50']:.2f} ms, p99 {d['base_p99']:.2f} ms (n={d['base_n']}); "
           f"during: p50 {d['during_p50']:.2f} ms, p99 {d['during_p99']:.2f} ms (n={d['during_n']})")
     print(f"p99 ratio, 95% upper bound: {figures['p99_ratio_upper']}x (target <= 2x); "

@@ -98,6 +98,10 @@ PLAN_POST_RESPONSES: dict[int | str, dict[str, Any]] = {
     503: _PLAN_503}
 PLAN_JOB_RESPONSES: dict[int | str, dict[str, Any]] = {
     **GUARDED_RESPONSES, 404: {**_ERR, "description": "no such plan job for this key"}, 503: _PLAN_503}
+PLAN_GET_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **PLAN_JOB_RESPONSES, 200: {"description": "the job", "headers": {"Retry-After": {
+        "description": "while the job runs: seconds until its next step is due (when to poll again)",
+        "schema": {"type": "integer", "minimum": 1}}}}}
 PLAN_EVENTS_RESPONSES: dict[int | str, dict[str, Any]] = {
     **PLAN_JOB_RESPONSES, 200: {"content": {"text/event-stream": {}},
                                 "description": "server-sent events: `step` per committed step, `status` on a "
@@ -510,7 +514,7 @@ class DecisionService:
         state = request.scope["state"]
         return await self._plans.create(body, state.get("key_name") or LOCAL_CALLER, idempotency_key, state)
 
-    @api.get("/v1/plans/{job_id}", response_model=PlanOut, responses=PLAN_JOB_RESPONSES,
+    @api.get("/v1/plans/{job_id}", response_model=PlanOut, responses=PLAN_GET_RESPONSES,
              summary="A plan job: status, steps so far, and the validated plan once it succeeded")
     async def get_plan(self, job_id: str, request: Request) -> Any:
         state = request.scope["state"]

@@ -22,8 +22,9 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from rollout.llm.budget import BudgetLimits
 from serve.config import ServeConfig
 from serve.plan_jobs import PlanStore
+from serve.plan_reads import JobDocument, LocalJobReader, job_document, local_reader
 from serve.plan_runner import JobRefused, PlanSettings, get_runner
-from serve.plan_schemas import TERMINAL, PlanIn, public_view
+from serve.plan_schemas import TERMINAL, PlanIn
 
 log = logging.getLogger("halo.serve")
 # How long one runner call may take before the replica answers 503 (the runner is one actor).
@@ -66,6 +67,7 @@ class PlanFrontend:
         self.settings = plan_settings(config)
         self._runner: Any = None
         self._store: PlanStore | None = None
+        self._local: LocalJobReader | None = None
 
     def wake(self) -> None:
         """Ask the runner to start (a fresh cluster's runner resumes unfinished jobs at once, not at
@@ -111,21 +113,31 @@ class PlanFrontend:
     async def get(self, job_id: str, key_name: str, state: dict[str, Any]) -> Response:
         """The job as the store holds it: the runner writes the document at every change before it
         tells anyone, so a poll reads it there, without a call to the runner (whose CPU, at nice 19,
-        is the jobs'); the runner is asked only when the store cannot be read."""
+        is the jobs'); the runner is asked only when the store cannot be read. A local store is read
+        inline (serve/plan_reads.py), S3 in a worker thread."""
         if self.settings is None:
             return self._unavailable(state)
         if not JOB_ID.fullmatch(job_id):
             return _error(404, "not_found", f"no plan job {job_id[:80]!r} for this key", "id", scope_state=state)
         try:
-            if self._store is None:
-                self._store = PlanStore(self.settings.store_url)
-            job = await asyncio.to_thread(self._store.read_job, job_id)
+            doc = await self._read(job_id)
         except Exception as exc:  # the store did not answer: the runner (which keeps unfinished jobs) is asked
             log.warning("request_id=%s plan store unreadable, asking the runner: %r", state.get("request_id"), exc)
             return await self._job_call("job", state, job_id, key_name)
-        if job is None or job.get("owner") != key_name:
+        if doc is None or doc.owner != key_name:
             return _error(404, "not_found", f"no plan job {job_id[:80]!r} for this key", "id", scope_state=state)
-        return JSONResponse(public_view(job))
+        wait = doc.poll_after_s()
+        return Response(doc.body, media_type="application/json",
+                        headers=None if wait is None else {"Retry-After": str(wait)})
+
+    async def _read(self, job_id: str) -> JobDocument | None:
+        if self._store is None:
+            self._store = PlanStore(self.settings.store_url)  # type: ignore[union-attr]
+            self._local = local_reader(self._store)
+        if self._local is not None:
+            return self._local.read(job_id)
+        job = await asyncio.to_thread(self._store.read_job, job_id)
+        return None if job is None else job_document(job)
 
     async def cancel(self, job_id: str, key_name: str, state: dict[str, Any]) -> Response:
         return await self._job_call("cancel", state, job_id, key_name)

@@ -26,9 +26,23 @@ from serve.plan_schemas import TERMINAL
 POLL_MIN_S, POLL_MAX_S, POLL_GROWTH = 0.5, 3.0, 1.5
 
 
-def next_poll_s(previous_s: float, changed: bool, least_s: float = POLL_MIN_S, most_s: float = POLL_MAX_S) -> float:
-    """The pause before the next poll of a job: short after a change, growing while nothing changes."""
-    return least_s if changed else min(most_s, max(least_s, previous_s * POLL_GROWTH))
+def next_poll_s(previous_s: float, changed: bool, least_s: float = POLL_MIN_S, most_s: float = POLL_MAX_S,
+                hint_s: float | None = None) -> float:
+    """The pause before the next poll of a job: short after a change, growing while nothing changes.
+    With the service's hint (the Retry-After of its last answer: when the job's next step is due)
+    the pause after a change is the hint, and an overdue step still backs off; never above most_s."""
+    backoff = least_s if changed else min(most_s, max(least_s, previous_s * POLL_GROWTH))
+    if hint_s is None:
+        return backoff
+    return min(max(hint_s, backoff), max(least_s, most_s))
+
+
+def retry_after_s(headers: httpx.Headers) -> float | None:
+    """Retry-After in seconds (the delta-seconds form), or None when absent or not a number."""
+    try:
+        return max(0.0, float(headers["retry-after"]))
+    except (KeyError, ValueError):
+        return None
 
 
 @dataclass
@@ -50,6 +64,8 @@ class PlanJob:
     created_at: float = 0.0
     updated_at: float = 0.0
     resumed: int = 0
+    # The service's Retry-After on an unfinished job: when its next step is due (not in the JSON).
+    poll_after_s: float | None = None
 
     @property
     def done(self) -> bool:
@@ -57,7 +73,7 @@ class PlanJob:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PlanJob:
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls)} - {"poll_after_s"}
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
@@ -66,16 +82,21 @@ class PlanClient(DecisionClient):
 
     def _request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
                  ) -> dict[str, Any]:
+        return self._exchange(method, path, body, headers)[0]
+
+    def _exchange(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+                  ) -> tuple[dict[str, Any], httpx.Headers]:
+        """(the answer's body, its headers), retried like every call of this client."""
         what = f"{method} {path}"
 
-        def attempt() -> dict[str, Any]:
+        def attempt() -> tuple[dict[str, Any], httpx.Headers]:
             try:
                 response = self._client.request(method, path, json=body, headers=headers)
             except httpx.HTTPError as exc:
-                return self._check(None, exc, what)
+                return self._check(None, exc, what), httpx.Headers()
             if response.status_code == 202:
-                return response.json()  # type: ignore[no-any-return]
-            return self._check(response, None, what)
+                return response.json(), response.headers
+            return self._check(response, None, what), response.headers
 
         try:
             return Retrying(sleep=time.sleep, reraise=True, **_retry_options(self.retry))(attempt)
@@ -89,15 +110,19 @@ class PlanClient(DecisionClient):
         return PlanJob(id=created["id"], status=created["status"])
 
     def job(self, job_id: str) -> PlanJob:
-        return PlanJob.from_json(self._request("GET", f"/v1/plans/{job_id}"))
+        data, headers = self._exchange("GET", f"/v1/plans/{job_id}")
+        job = PlanJob.from_json(data)
+        job.poll_after_s = retry_after_s(headers)
+        return job
 
     def cancel(self, job_id: str) -> PlanJob:
         return PlanJob.from_json(self._request("DELETE", f"/v1/plans/{job_id}"))
 
     def wait(self, job: PlanJob | str, *, timeout_s: float = 600.0, poll_s: float = POLL_MIN_S,
              max_poll_s: float = POLL_MAX_S, on_progress: Callable[[PlanJob], None] | None = None) -> PlanJob:
-        """Follow the job until it ends; `on_progress(job)` on each new step or status. Polls every
-        `poll_s` after a change, backing off to `max_poll_s` while nothing changes (next_poll_s)."""
+        """Follow the job until it ends; `on_progress(job)` on each new step or status. Polls when the
+        service says the job's next step is due (its Retry-After, at most `max_poll_s` away); without
+        that, every `poll_s` after a change, backing off to `max_poll_s` while nothing changes."""
         job_id = job if isinstance(job, str) else job.id
         deadline = time.monotonic() + timeout_s
         seen: tuple[str, int] = ("", -1)
@@ -105,7 +130,7 @@ class PlanClient(DecisionClient):
         while True:
             current = self.job(job_id)
             changed = (current.status, len(current.steps)) != seen
-            pause = next_poll_s(pause, changed, poll_s, max(poll_s, max_poll_s))
+            pause = next_poll_s(pause, changed, poll_s, max(poll_s, max_poll_s), current.poll_after_s)
             if changed:
                 seen = (current.status, len(current.steps))
                 if on_progress is not None:

@@ -1,4 +1,4 @@
-"""A local HTTP server that answers POSTs from a script of (status, headers, JSON body), for the
+"""A local HTTP server that answers POSTs and GETs from a script of (status, headers, JSON body), for the
 clients' tests (retry rules, what a decision answer carries); 500 once the script is spent."""
 
 from __future__ import annotations
@@ -16,6 +16,12 @@ class ScriptedHTTP(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         self.rfile.read(int(self.headers.get("content-length", 0)))
+        self._answer()
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._answer()
+
+    def _answer(self) -> None:
         self.seen.append(self.path)
         status, headers, body = self.script.pop(0) if self.script else (500, {}, {"error": "internal"})
         data = json.dumps(body).encode()

@@ -14,7 +14,7 @@ def _measurement(base: list[float], during: list[float], ended: int = 4, errors:
     finals = {f"plan-{i}": {"status": "succeeded", "llm_calls": 3, "cost_usd": 0.01, "validated": True}
               for i in range(ended)}
     return {"base": base, "during": during, "finals": finals, "seconds": 10.0, "server_errors": errors,
-            "probe_errors": 0}
+            "probe_errors": 0, "polls": 8}
 
 
 ARGS = argparse.Namespace(jobs=4, deadline_s=60.0)
@@ -25,6 +25,7 @@ def test_a_p99_within_twice_its_baseline_passes_and_a_tail_past_it_fails():
     base = [1.0 + rng.random() for _ in range(2000)]
     figures, missed = report(ARGS, _measurement(base, [x * 1.1 for x in base]), {})
     assert missed == [] and figures["jobs_per_s"] == 0.4 and figures["llm_calls"] == 12
+    assert figures["polls_per_s"] == 0.8
     _, missed = report(ARGS, _measurement(base, [x * 3.0 for x in base]), {})
     assert missed == ["decide p99 during plans <= 2x without (95% upper bound)"]
 

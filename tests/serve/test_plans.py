@@ -114,12 +114,14 @@ def test_a_cancelled_job_stops_and_stays_cancelled(plans):
         deadline = time.monotonic() + 60
         while not client.job(job.id).steps and time.monotonic() < deadline:
             time.sleep(0.2)
+        running = client.job(job.id)
+        assert running.status == "running" and 1 <= (running.poll_after_s or 0) <= 10  # when to look again
         cancelled = client.cancel(job.id)
         assert cancelled.status == "cancelled" and cancelled.error == "cancelled by the client"
         steps = len(cancelled.steps)
         time.sleep(1.5)  # several simulated LLM latencies: a job still running would have moved
         later = client.job(job.id)
-        assert later.status == "cancelled" and len(later.steps) == steps
+        assert later.status == "cancelled" and len(later.steps) == steps and later.poll_after_s is None
         assert client.cancel(job.id).status == "cancelled"  # cancelling again changes nothing
 
 
