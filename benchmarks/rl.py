@@ -143,7 +143,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--eval-seeds", type=int, default=2)
     ap.add_argument("--iterations", type=int, default=8)
     ap.add_argument("--tasks-per-iter", type=int, default=20)
-    ap.add_argument("--group", type=int, default=4)
+    ap.add_argument("--group", type=int, default=0, help="episodes per task (0: 4 with --advantage group, "
+                                                          "1 with fork)")
     ap.add_argument("--price-per-call", type=float, default=0.02)
     ap.add_argument("--lr", type=float, default=0.5)
     ap.add_argument("--pull", type=float, default=0.05)
@@ -153,11 +154,17 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--clip", type=float, default=0.0)
     ap.add_argument("--entropy", type=float, default=0.0)
     ap.add_argument("--max-kl", type=float, default=0.0)
+    ap.add_argument("--advantage", default="group", help="group or fork (per-state advantages from forks)")
+    ap.add_argument("--fork-k", type=int, default=3)
+    ap.add_argument("--fork-states", type=int, default=2)
+    ap.add_argument("--fork-samples", type=int, default=1)
     ap.add_argument("--llm", default="sim:scale=0")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object at the end")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    args.group = args.group or (1 if args.advantage == "fork" else 4)
+    return args
 
 
 def supervised_start(train: list[Task], args: argparse.Namespace, out: Path) -> Path:

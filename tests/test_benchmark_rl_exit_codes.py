@@ -75,3 +75,15 @@ def test_the_diagnosis_flags_a_sampling_probability_the_stored_state_does_not_gi
                            policy_name="p", policy_version="0", llm_backend="sim", success_validator=False,
                            success_oracle=False, steps=steps)
     assert diagnose.sampler_matches(uniform, [record], 1.0) == (1, 2)  # the rule step is not checked
+
+
+def test_every_rl_setting_is_an_option_of_the_benchmark() -> None:
+    from dataclasses import fields
+
+    from train.rl_loop import RLSettings
+
+    rl = _load("rl")
+    args = rl._args(["--tasks", "gen:x", "--out", "y", "--advantage", "fork", "--fork-k", "4", "--fork-states", "3"])
+    settings = RLSettings(tasks="", **{f.name: getattr(args, f.name) for f in fields(RLSettings) if f.name != "tasks"})
+    assert (settings.advantage, settings.fork_k, settings.fork_states, settings.group) == ("fork", 4, 3, 1)
+    settings.check()

@@ -41,6 +41,7 @@ from train.rl import (
     save_checkpoint,
     settings_dict,
 )
+from train.rl_fork import ForkedState, ForkingSampler, choose_states, fork_figures, fork_state, fork_update
 
 Log = Callable[[str], object]
 
@@ -62,22 +63,41 @@ class RLSettings:
     clip: float = 0.0  # of the probability ratio, PPO-style (0: unclipped)
     entropy: float = 0.0  # entropy bonus of the sampling policy at the model's steps
     max_kl: float = 0.0  # trust region: mean KL (nats) from the sampling policy per update (0: none)
+    advantage: str = "group"  # group: episode reward - its group's mean; fork: per state, from forks (train/rl_fork.py)
+    fork_k: int = 3  # fork: the current policy's top agents tried at a forked state (plus the sampled one)
+    fork_states: int = 2  # fork: model-decided states forked per episode (a sample)
+    fork_samples: int = 1  # fork: branches per tried agent (replicates beyond the first resample the world)
     seed: int = 0
     concurrency: int = 4
     llm: str = "sim:scale=0"  # the simulated world the episodes run in
 
     def check(self) -> None:
-        for name in ("iterations", "tasks_per_iter", "concurrency", "epochs"):
+        for name in ("iterations", "tasks_per_iter", "concurrency", "epochs", "group", "fork_states",
+                     "fork_samples"):
             if getattr(self, name) < 1:
                 raise RLError(f"--{name.replace('_', '-')} must be at least 1")
-        if self.group < 2:
+        if self.advantage not in ADVANTAGES:
+            raise RLError(f"--advantage {self.advantage!r}: one of {', '.join(ADVANTAGES)}")
+        if self.advantage == "group" and self.group < 2:
             raise RLError("--group must be at least 2 (the baseline is the group's mean)")
+        if self.advantage == "fork":
+            self._check_fork()
         if self.temperature <= 0 or self.lr <= 0:
             raise RLError("--temperature and --lr must be > 0")
         if min(self.pull, self.price_per_call, self.clip, self.entropy, self.max_kl) < 0:
             raise RLError("--pull, --price-per-call, --clip, --entropy and --max-kl must be >= 0")
         if self.adv_norm not in ADVANTAGE_NORMS:
             raise RLError(f"--adv-norm {self.adv_norm!r}: one of {', '.join(ADVANTAGE_NORMS)}")
+
+    def _check_fork(self) -> None:
+        if self.fork_k < 1:
+            raise RLError("--fork-k must be at least 1")
+        if self.adv_norm != "none" or self.epochs != 1 or self.clip or self.entropy or self.max_kl:
+            raise RLError("--advantage fork takes one plain step per batch: leave --adv-norm, --epochs, --clip, "
+                          "--entropy and --max-kl at their defaults")
+
+
+ADVANTAGES = ("group", "fork")
 
 
 def _seed(*parts: object) -> int:
@@ -103,6 +123,43 @@ async def _rollouts(tasks: list[Task], params: LinearWeights, settings: RLSettin
         return f"{task.task_id}|{world_seed}", record
 
     return list(await asyncio.gather(*(one(t, k) for t in tasks for k in range(settings.group))))
+
+
+async def _fork_rollouts(tasks: list[Task], params: LinearWeights, settings: RLSettings, iteration: int
+                         ) -> tuple[list[tuple[str, EpisodeRecord]], list[ForkedState]]:
+    """The rollouts of fork mode: each episode as in _rollouts, then its forked states' branches
+    (in the episode's slot of the concurrency), finished by the current policy's argmax. An episode
+    that ended on an infrastructure failure or broke is not forked."""
+    from rollout.loop.episode import EpisodeConfig, run_episode
+    from rollout.policies.rules import RulesFirst
+    from rollout.sim.spec import sim_config_for
+    from train.fast_policy import HashedLinearPolicy
+
+    sim = sim_config_for(settings.llm)
+    sem = asyncio.Semaphore(settings.concurrency)
+    argmax = HashedLinearPolicy(params.buckets, params.weights, params.bias, params.n_buckets,
+                                version=f"rl-{iteration}")
+    finisher = RulesFirst(argmax)
+
+    async def one(task: Task, k: int) -> tuple[tuple[str, EpisodeRecord], list[ForkedState]]:
+        world_seed = _seed(settings.seed, iteration, task.task_id) % 2**31
+        sampler = ForkingSampler(RulesFirst(SampledLinearPolicy(params, settings.temperature, _seed(world_seed, k),
+                                                                version=f"rl-{iteration}")))
+        config = EpisodeConfig(seed=world_seed, run_id=f"rl-{iteration}", sim=sim)
+        forked: list[ForkedState] = []
+        async with sem:
+            record = await run_episode(task, sampler, config, episode_id=f"rl-{iteration}-{world_seed}-{k}")
+            if sampler.env is not None and not (record.infra_error or record.error):
+                chosen = choose_states(len(sampler.snapshots), settings.fork_states, _seed(world_seed, k, "fork"))
+                for i in chosen:
+                    snap, sampled = sampler.snapshots[i]
+                    assert snap.state is not None
+                    forked.append(await fork_state(sampler.env, snap, sampled, finisher, argmax.scores(snap.state),
+                                                   settings.fork_k, settings.price_per_call, settings.fork_samples))
+        return (f"{task.task_id}|{world_seed}", record), forked
+
+    done = await asyncio.gather(*(one(t, k) for t in tasks for k in range(settings.group)))
+    return [episode for episode, _ in done], [f for _, states in done for f in states]
 
 
 def _iteration_tasks(train: list[Task], settings: RLSettings, iteration: int) -> list[Task]:
@@ -143,14 +200,9 @@ def run_rl(settings: RLSettings, init_dir: Path, out_dir: Path, log: Log = print
     params, history = ckpt.params, ckpt.history
     for iteration in range(ckpt.iteration + 1, settings.iterations + 1):
         t0 = time.perf_counter()
-        tasks = _iteration_tasks(train, settings, iteration)
-        batch = group_advantages(asyncio.run(_rollouts(tasks, params, settings, iteration)), settings.price_per_call,
-                                 settings.adv_norm)
-        sampled = batch_diagnostics(params, batch, settings.temperature)
-        params = rl_update(params, start, batch, lr=settings.lr, pull=settings.pull, temperature=settings.temperature,
-                           epochs=settings.epochs, clip=settings.clip, entropy=settings.entropy,
-                           max_kl=settings.max_kl)
-        history.append({**_figures(iteration, batch, params, start, time.perf_counter() - t0), **sampled})
+        params, batch, extra = _iterate(params, start, settings, _iteration_tasks(train, settings, iteration),
+                                        iteration)
+        history.append({**_figures(iteration, batch, params, start, time.perf_counter() - t0), **extra})
         save_checkpoint(out_dir, Checkpoint(iteration, params, history, config))
         h = history[-1]
         log(f"iteration {iteration}/{settings.iterations}: reward {h['mean_reward']:.3f}, oracle "
@@ -158,6 +210,23 @@ def run_rl(settings: RLSettings, init_dir: Path, out_dir: Path, log: Log = print
             f"{int(h['infra_excluded'])} infra-excluded, {h['seconds']:.0f} s")
     start_metrics = Manifest.load(init_dir).metrics  # e.g. majority_agent, which `halo eval` compares with
     return write_artifact(out_dir, params, history, config, [t.task_id for t in train], start_metrics)
+
+
+def _iterate(params: LinearWeights, start: LinearWeights, settings: RLSettings, tasks: list[Task], iteration: int
+             ) -> tuple[LinearWeights, Batch, dict[str, float]]:
+    """One iteration's rollouts and update: (the updated params, the scored episodes, diagnostics)."""
+    if settings.advantage == "fork":
+        episodes, forked = asyncio.run(_fork_rollouts(tasks, params, settings, iteration))
+        batch = group_advantages(episodes, settings.price_per_call)  # the episodes' figures; no update from them
+        extra = {**batch_diagnostics(params, batch, settings.temperature), **fork_figures(forked)}
+        return fork_update(params, start, forked, lr=settings.lr, pull=settings.pull,
+                           temperature=settings.temperature), batch, extra
+    batch = group_advantages(asyncio.run(_rollouts(tasks, params, settings, iteration)), settings.price_per_call,
+                             settings.adv_norm)
+    extra = batch_diagnostics(params, batch, settings.temperature)
+    return rl_update(params, start, batch, lr=settings.lr, pull=settings.pull, temperature=settings.temperature,
+                     epochs=settings.epochs, clip=settings.clip, entropy=settings.entropy,
+                     max_kl=settings.max_kl), batch, extra
 
 
 def write_artifact(out_dir: Path, params: LinearWeights, history: list[dict[str, float]], config: dict,

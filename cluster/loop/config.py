@@ -26,7 +26,8 @@ class LoopConfigError(InputError, ValueError):
 GATE_MODES = ("sequential", "always")
 TRAIN_MODES = ("supervised", "supervised+rl")
 RL_KEYS = ("iterations", "tasks_per_iter", "group", "price_per_call", "lr", "pull", "temperature", "concurrency",
-           "adv_norm", "epochs", "clip", "entropy", "max_kl")
+           "adv_norm", "epochs", "clip", "entropy", "max_kl", "advantage", "fork_k", "fork_states",
+           "fork_samples")
 
 
 @dataclass

@@ -89,14 +89,17 @@ def test_rl_refuses_bad_input_in_one_line(start_dir, tmp_path):
     assert "Traceback" not in result.output
 
 
-def test_a_resumed_run_ends_where_an_uninterrupted_one_does(start_dir, tmp_path):
+@pytest.mark.parametrize("advantage", ["group", "fork"])
+def test_a_resumed_run_ends_where_an_uninterrupted_one_does(start_dir, tmp_path, advantage):
     """Checkpoints keep float64 weights and every draw is seeded by (seed, iteration, task, k),
-    so stopping after iteration 1 and resuming gives the uninterrupted run's weights exactly."""
+    so stopping after iteration 1 and resuming gives the uninterrupted run's weights exactly (in
+    fork mode too: the states forked are drawn by seed, the branches replay their snapshot's streams)."""
     import numpy as np
 
     from train.rl_loop import RLSettings, run_rl
 
-    settings = RLSettings(tasks=TASKS, iterations=2, tasks_per_iter=2, group=2, concurrency=2, seed=7)
+    settings = RLSettings(tasks=TASKS, iterations=2, tasks_per_iter=2, group=2, concurrency=2, seed=7,
+                          advantage=advantage)
     run_rl(settings, start_dir, tmp_path / "whole", log=lambda _: None)
     run_rl(RLSettings(**{**settings.__dict__, "iterations": 1}), start_dir, tmp_path / "split", log=lambda _: None)
     lines: list[str] = []
@@ -108,3 +111,29 @@ def test_a_resumed_run_ends_where_an_uninterrupted_one_does(start_dir, tmp_path)
         np.testing.assert_array_equal(a["bias"], b["bias"])
     history = json.loads((tmp_path / "whole" / "rl_history.json").read_text())
     assert history[-1]["distance_to_start"] > 0  # the runs did move the policy: equal is not trivially equal
+
+
+def test_fork_advantage_reaches_the_cli_and_its_checkpoints_refuse_a_changed_option(start_dir, tmp_path):
+    out = tmp_path / "fork"
+    fork_args = ["--tasks", TASKS, "--tasks-per-iter", "2", "--group", "1", "--concurrency", "2", "--seed", "7",
+                 "--advantage", "fork", "--fork-k", "2", "--fork-states", "1"]
+    result = runner.invoke(app, ["train", "--rl", "--init-from", str(start_dir), "--out", str(out),
+                                 "--iterations", "1", *fork_args])
+    assert result.exit_code == 0, result.output
+    history = json.loads((out / "rl_history.json").read_text())
+    assert history[0]["fork_states"] >= 1 and history[0]["fork_branches"] >= 2
+    meta = json.loads((out / "rl_checkpoints" / "iter-00001.json").read_text())
+    assert {k: meta["settings"][k] for k in ("advantage", "fork_k", "fork_states")} == {
+        "advantage": "fork", "fork_k": 2, "fork_states": 1}
+    changed = [a if a != "2" or fork_args[i - 1] != "--fork-k" else "3" for i, a in enumerate(fork_args)]
+    result = runner.invoke(app, ["train", "--rl", "--init-from", str(start_dir), "--out", str(out),
+                                 "--iterations", "2", *changed])
+    assert result.exit_code == 2
+    assert result.output.strip() == (f"error: {out}: its checkpoints were made with other settings (fork_k); "
+                                     "use another --out, or the same settings to resume")
+    for bad, message in ((["--advantage", "vine"], "error: --advantage 'vine': one of group, fork"),
+                         (["--advantage", "fork", "--clip", "0.2"], "error: --advantage fork takes one plain step")):
+        result = runner.invoke(app, ["train", "--rl", "--init-from", str(start_dir), "--out", str(tmp_path / "x"),
+                                     "--tasks", TASKS, *bad])
+        assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+        assert result.output.startswith(message)
