@@ -62,6 +62,9 @@ def parse_args() -> argparse.Namespace:
                         help="follow each job by polls (as PlanClient.wait()), by its events stream, or not at all "
                              "(none: submit, then read the jobs one at a time as they end; what the jobs' "
                              "execution costs the decisions without their clients' reads)")
+    parser.add_argument("--trace", default="",
+                        help="write every probe's start time (Unix s) and milliseconds, and the jobs' start and "
+                             "end, to this JSON file (where in the run the tail falls)")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args()
 
@@ -83,8 +86,9 @@ def start(args: argparse.Namespace, work: Path) -> Any:
     return start_service(cfg, num_cpus=args.num_cpus)
 
 
-async def probe(host: str, port: int, gap_s: float, stop: Any, out: list[float]) -> int:
-    """One /v1/decide at a time, every gap_s, until `stop` is set; milliseconds into `out`; returns non-200s."""
+async def probe(host: str, port: int, gap_s: float, stop: Any, out: list[float], stamps: list[float]) -> int:
+    """One /v1/decide at a time, every gap_s, until `stop` is set; milliseconds into `out` and each
+    request's start (Unix time) into `stamps`; returns non-200s."""
     from benchmarks.serve import model_state
 
     conn, errors, i = Conn(host, port), 0, 0
@@ -92,6 +96,7 @@ async def probe(host: str, port: int, gap_s: float, stop: Any, out: list[float])
         while not stop.is_set():
             body = json.dumps(model_state(i).to_dict()).encode()
             t0 = time.perf_counter()
+            stamps.append(time.time())
             status, _ = await conn.post("/v1/decide", body)
             out.append((time.perf_counter() - t0) * 1000.0)
             errors += status != 200
@@ -122,8 +127,9 @@ def _elsewhere() -> None:
 def _probe_process(host: str, port: int, gap_s: float, stop: Any, results: Any) -> None:
     _own_session()
     out: list[float] = []
-    errors = asyncio.run(probe(host, port, gap_s, stop, out))
-    results.put((out, errors))
+    stamps: list[float] = []
+    errors = asyncio.run(probe(host, port, gap_s, stop, out, stamps))
+    results.put((out, errors, stamps))
 
 
 class Prober:
@@ -135,10 +141,11 @@ class Prober:
         self._stop, self._results = ctx.Event(), ctx.Queue()
         self._proc = ctx.Process(target=_probe_process, args=(host, port, gap_s, self._stop, self._results))
         self._proc.start()
+        self.stamps: list[float] = []
 
     def finish(self) -> tuple[list[float], int]:
         self._stop.set()
-        out, errors = self._results.get(timeout=120)
+        out, errors, self.stamps = self._results.get(timeout=120)
         self._proc.join(timeout=30)
         return out, errors
 
@@ -271,11 +278,12 @@ def clients(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[str, Any
         proc.join(timeout=30)
 
 
-def probe_for(host: str, port: int, gap_s: float, seconds: float, out: list[float]) -> int:
+def probe_for(host: str, port: int, gap_s: float, seconds: float, out: list[float], trace: list[list[float]]) -> int:
     prober = Prober(host, port, gap_s)
     time.sleep(seconds)
     samples, errors = prober.finish()
     out.extend(samples)
+    trace.extend([t, ms] for t, ms in zip(prober.stamps, samples, strict=True))
     return errors
 
 
@@ -287,11 +295,17 @@ def measure(args: argparse.Namespace, svc: Any) -> dict[str, Any]:
     u = urlparse(svc.fast_url)
     host, port, gap = u.hostname or "127.0.0.1", u.port or 80, args.probe_gap_ms / 1000
     base: list[float] = []
-    errors = probe_for(host, port, gap, args.probe_s / 2, base)
+    trace: dict[str, Any] = {"base": []}
+    errors = probe_for(host, port, gap, args.probe_s / 2, base, trace["base"])
     prober = Prober(host, port, gap)
+    trace["jobs_start"] = time.time()
     finals, seconds, server_errors, polls = clients(svc.fast_url, args)
+    trace["jobs_end"] = time.time()
     during, during_errors = prober.finish()
-    errors += during_errors + probe_for(host, port, gap, args.probe_s / 2, base)
+    trace["during"] = [[t, ms] for t, ms in zip(prober.stamps, during, strict=True)]
+    errors += during_errors + probe_for(host, port, gap, args.probe_s / 2, base, trace["base"])
+    if args.trace:
+        Path(args.trace).write_text(json.dumps(trace))
     return {"base": base, "during": during, "finals": finals, "seconds": seconds,
             "server_errors": server_errors, "probe_errors": errors, "polls": polls}
 
