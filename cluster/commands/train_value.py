@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import typer
-
-if TYPE_CHECKING:
-    from cluster.commands.train import Artifact
 
 # options of the policy trainers that --value does not read (a user who gives one gets told)
 _NOT_WITH_VALUE = ("data", "policy_class", "base_model", "init_from")
 
 
-def train_value(artifact: Artifact, sources: list[str], held_out: float) -> None:
-    """Read the runs, fit, write the artifact (local or a store URL); print its held-out figures."""
+def train_value(artifact: Any, sources: list[str], held_out: float) -> None:
+    """Read the runs, fit, write the artifact (`artifact`: the Artifact options of `halo train`:
+    local or a store URL); print its held-out figures."""
     from solvers.errors import InputError
     from train.dataset import parse_sources, read_sources
     from train.store_io import stage_output, upload_output
