@@ -7,7 +7,10 @@ value model learns from what the runs hold, so the data's tasks must not be the 
 measured on (use another generation seed).
 
     halo tasks generate all --difficulty hard,extreme --count 40 --seed 53 --out /tmp/s29v/train
-    python benchmarks/value_data.py --tasks gen:/tmp/s29v/train --per-level 300 --store /tmp/s29v/store
+    python benchmarks/value_data.py --tasks gen:/tmp/s29v/train --per-level 110 --store /tmp/s29v/store
+
+Each policy's episodes go to their own run, RUN-p0, RUN-p1, ... (a policy's episode on a task and
+seed has the same episode ID as another policy's): train on all of them with one `--from` each.
 """
 
 from __future__ import annotations
@@ -33,17 +36,19 @@ DEFAULT_POLICIES = "rules+scripted;search:prior=rules+scripted,width=3,max_calls
 
 
 async def run_all(tasks: list[tuple[str, Task]], policies: list[str], run_id: str, seed: int,
-                  concurrency: int) -> list[EpisodeRecord]:
+                  concurrency: int) -> list[list[EpisodeRecord]]:
+    """Every task with every policy; the episodes per policy, in task order."""
     sem = asyncio.Semaphore(concurrency)
     config = EpisodeConfig(seed=seed, run_id=run_id, sim=SimConfig(latency_scale=0.0))
 
-    async def one(i: int, task: Task, policy: str) -> EpisodeRecord:
+    async def one(i: int, task: Task, k: int) -> EpisodeRecord:
         async with sem:
-            cfg = EpisodeConfig(**{**config.__dict__, "seed": seed + i})
-            return await run_episode(task, make_policy(policy, seed=seed + i), cfg)
+            cfg = EpisodeConfig(**{**config.__dict__, "seed": seed + i, "run_id": f"{run_id}-p{k}"})
+            return await run_episode(task, make_policy(policies[k], seed=seed + i), cfg)
 
-    jobs = [one(i, task, policy) for i, (_, task) in enumerate(tasks) for policy in policies]
-    return list(await asyncio.gather(*jobs))
+    jobs = [[one(i, task, k) for i, (_, task) in enumerate(tasks)] for k in range(len(policies))]
+    flat = await asyncio.gather(*(job for per_policy in jobs for job in per_policy))
+    return [list(flat[k * len(tasks):(k + 1) * len(tasks)]) for k in range(len(policies))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,13 +68,16 @@ def main(argv: list[str] | None = None) -> int:
         make_policy(spec).close()  # a bad spec fails here, before any episode runs
     tasks = load_levels(args.tasks, args.levels.split(","), args.per_level, args.seed)
     t0 = time.monotonic()
-    episodes = asyncio.run(run_all(tasks, policies, args.run, args.seed, args.concurrency))
-    kept = [e for e in episodes if not is_infra_failure(e) and not e.error]
-    written = TrajectoryStore(args.store).write_episodes(args.run, kept)
-    ok = sum(bool(e.success_oracle) for e in kept)
-    print(f"SIMULATED world (llm_backend=sim); {len(tasks)} tasks x {len(policies)} policies: {written} episodes "
-          f"written to {args.store}/{args.run} ({ok} oracle successes, {len(kept) - ok} failures, "
-          f"{len(episodes) - len(kept)} dropped); {time.monotonic() - t0:.0f} s")
+    per_policy = asyncio.run(run_all(tasks, policies, args.run, args.seed, args.concurrency))
+    store, written = TrajectoryStore(args.store), 0
+    print(f"SIMULATED world (llm_backend=sim); {len(tasks)} tasks; {time.monotonic() - t0:.0f} s")
+    for k, (policy, episodes) in enumerate(zip(policies, per_policy, strict=True)):
+        kept = [e for e in episodes if not is_infra_failure(e) and not e.error]
+        n = store.write_episodes(f"{args.run}-p{k}", kept)
+        ok = sum(bool(e.success_oracle) for e in kept)
+        print(f"{policy}: {n} episodes written to {args.store}/{args.run}-p{k} ({ok} oracle successes, "
+              f"{len(kept) - ok} failures, {len(episodes) - len(kept)} dropped)")
+        written += n
     return 0 if written else 1
 
 

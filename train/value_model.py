@@ -37,6 +37,20 @@ from train.manifest import Manifest, ManifestError
 VALUE_CLASS = "value_linear"
 WEIGHTS_FILE = "value.npz"
 DEFAULT_C = 0.5  # inverse L2 strength, as the fast policy's
+# Which of the fast policy's features the model reads: "all", or "state" (without the step number
+# and the agent history, so the estimate speaks of the PDDL and the verdicts, not of how deep the
+# node is: the search weighs depth itself).
+FEATURE_SETS = ("all", "state")
+_HISTORY_PREFIXES = ("step=", "last=", "last2=", "tried=", "tried2=", "cat_last=", "code_last=", "ctx1=", "ctx2=",
+                     "ctx3=")
+
+
+def value_features(state: EpisodeState, version: str = FEATURE_VERSION, feature_set: str = "all") -> list[str]:
+    """The fast policy's features of `state`, all of them or only those of `feature_set`."""
+    feats = state_features(state, version)
+    if feature_set == "state":
+        return [f for f in feats if not f.startswith(_HISTORY_PREFIXES)]
+    return feats
 
 
 class ValueDataError(InputError, ValueError):
@@ -88,12 +102,16 @@ class ValueModel:
     """P(oracle success | state) from the weights of the buckets seen in training."""
 
     def __init__(self, buckets: np.ndarray, weights: np.ndarray, bias: float, n_buckets: int, *,
-                 feature_version: str = FEATURE_VERSION, version: str = "0", name: str = "value") -> None:
+                 feature_version: str = FEATURE_VERSION, version: str = "0", name: str = "value",
+                 feature_set: str = "all") -> None:
         if weights.shape != (len(buckets),):
             raise ManifestError(f"value weights have shape {weights.shape}, want ({len(buckets)},)")
         if feature_version not in FEATURE_VERSIONS:
             raise ManifestError(f"feature set {feature_version!r} is not computed by this version (it computes "
                                 f"{', '.join(FEATURE_VERSIONS)}); retrain the value model")
+        if feature_set not in FEATURE_SETS:
+            raise ManifestError(f"feature set {feature_set!r} unknown (known: {', '.join(FEATURE_SETS)})")
+        self.feature_set = feature_set
         self._rows = {int(b): i for i, b in enumerate(buckets)}
         self._weights = weights.astype(np.float64)
         self._bias = float(bias)
@@ -103,7 +121,7 @@ class ValueModel:
         self.name = name
 
     def logit(self, state: EpisodeState) -> float:
-        feats = state_features(state, self.feature_version)
+        feats = value_features(state, self.feature_version, self.feature_set)
         rows = [self._rows[b] for b in hash_features(feats, self._n_buckets) if b in self._rows]
         return self._bias + float(self._weights[rows].sum()) if rows else self._bias
 
@@ -135,16 +153,17 @@ def load_value_model(model_dir: str | Path) -> ValueModel:
     except (KeyError, ValueError, OSError) as exc:
         raise ManifestError(f"{path}: missing or unreadable value weights: {exc}") from exc
     return ValueModel(buckets, weights, bias, n_buckets, name=manifest.name, version=manifest.version,
-                      feature_version=str(manifest.extra.get("feature_version", "")))
+                      feature_version=str(manifest.extra.get("feature_version", "")),
+                      feature_set=str(manifest.extra.get("feature_set", "all")))
 
 
 def fit_value(train: list[ValueExample], *, n_buckets: int = DEFAULT_BUCKETS, c: float = DEFAULT_C,
-              seed: int = 0) -> tuple[np.ndarray, np.ndarray, float]:
+              seed: int = 0, feature_set: str = "all") -> tuple[np.ndarray, np.ndarray, float]:
     """Fit on examples holding both outcomes; returns (buckets, weights[k], bias)."""
     from scipy.sparse import csr_matrix
     from sklearn.linear_model import LogisticRegression
 
-    rows = [hash_features(state_features(e.state), n_buckets) for e in train]
+    rows = [hash_features(value_features(e.state, feature_set=feature_set), n_buckets) for e in train]
     used = np.array(sorted({b for r in rows for b in r}), dtype=np.int64)
     col = {int(b): i for i, b in enumerate(used)}
     indptr = np.cumsum([0] + [len(r) for r in rows])
@@ -198,16 +217,18 @@ def _split(examples: list[ValueExample], val_fraction: float) -> tuple[list[Valu
 
 def train_value_model(episodes: Iterable[EpisodeRecord], out_dir: str | Path, *, name: str = "value",
                       data_versions: list[str] | None = None, val_fraction: float = 0.2,
-                      c: float = DEFAULT_C, n_buckets: int = DEFAULT_BUCKETS) -> Manifest:
+                      c: float = DEFAULT_C, n_buckets: int = DEFAULT_BUCKETS, feature_set: str = "all") -> Manifest:
     """Fit, measure on the held-out tasks, write the artifact; returns its manifest."""
     if not 0.0 < val_fraction < 1.0:
         raise ValueDataError(f"the held-out share must be between 0 and 1, got {val_fraction}")
+    if feature_set not in FEATURE_SETS:
+        raise ValueDataError(f"feature set {feature_set!r} unknown (known: {', '.join(FEATURE_SETS)})")
     examples = value_examples(episodes)
     train, test = _split(examples, val_fraction)
     t0 = time.perf_counter()
-    buckets, weights, bias = fit_value(train, n_buckets=n_buckets, c=c)
+    buckets, weights, bias = fit_value(train, n_buckets=n_buckets, c=c, feature_set=feature_set)
     version = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    model = ValueModel(buckets, weights, bias, n_buckets, version=version, name=name)
+    model = ValueModel(buckets, weights, bias, n_buckets, version=version, name=name, feature_set=feature_set)
     base = sum(e.success for e in train) / len(train)
     held = calibration(model, test, base)
     metrics = {"train_states": float(len(train)), "held_out_states": float(len(test)),
@@ -221,7 +242,8 @@ def train_value_model(episodes: Iterable[EpisodeRecord], out_dir: str | Path, *,
     manifest = Manifest(name=name, version=version, policy_class=VALUE_CLASS, label_map=dict(ID_LABELS),
                         encoder_version=ENCODER_VERSION, data_versions=list(data_versions or []),
                         metrics=metrics, created_at=time.time(),
-                        extra={"feature_version": FEATURE_VERSION, "n_buckets": n_buckets, "c": c,
+                        extra={"feature_version": FEATURE_VERSION, "feature_set": feature_set,
+                               "n_buckets": n_buckets, "c": c,
                                "nonzero_buckets": len(buckets), "target": "success_oracle",
                                "training_data_sha256": data_hash(train), "held_out_share": val_fraction})
     manifest.verify()

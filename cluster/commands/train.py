@@ -106,6 +106,8 @@ class ValueModel:
                                                  "--from runs (docs/train.md)")
     sources: list[str] | None = option(None, "--from", help="--value: STORE/RUN (repeatable), e.g. halo-data/run-7")
     held_out: float = option(0.2, help="--value: share of tasks held out for the calibration figures")
+    value_features: str = option("all", help="--value: all (the fast policy's features) or state (without the "
+                                             "step number and agent history)")
 
 
 def register(app: typer.Typer) -> None:
@@ -121,7 +123,7 @@ def train(artifact: Artifact, model: Model, schedule: Schedule, cluster: Cluster
     if value.value:
         from cluster.commands.train_value import train_value
 
-        return train_value(artifact, value.sources or [], value.held_out)
+        return train_value(artifact, value.sources or [], value.held_out, value.value_features)
     if reinforce.rl:
         return _train_rl(artifact, reinforce)
     if artifact.data is None:

@@ -10,7 +10,7 @@ import typer
 _NOT_WITH_VALUE = ("data", "policy_class", "base_model", "init_from")
 
 
-def train_value(artifact: Any, sources: list[str], held_out: float) -> None:
+def train_value(artifact: Any, sources: list[str], held_out: float, feature_set: str = "all") -> None:
     """Read the runs, fit, write the artifact (`artifact`: the Artifact options of `halo train`:
     local or a store URL); print its held-out figures."""
     from solvers.errors import InputError
@@ -33,7 +33,7 @@ def train_value(artifact: Any, sources: list[str], held_out: float) -> None:
         runs = [f"{store}/{run}" for store, run in parse_sources(sources)]
         typer.echo(f"training the value model on {len(episodes)} episodes from {', '.join(runs)}", err=True)
         manifest = train_value_model(episodes, local, name=_name(artifact.out, artifact.name), data_versions=runs,
-                                     val_fraction=held_out)
+                                     val_fraction=held_out, feature_set=feature_set)
         where = upload_output(local, artifact.out)
     except (InputError, ValueError, FileNotFoundError) as exc:
         typer.echo(f"error: {exc}", err=True)

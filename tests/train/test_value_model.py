@@ -160,3 +160,19 @@ def test_halo_train_value_bad_input_is_one_line(store: Path, tmp_path: Path, arg
     assert result.exit_code == 2
     assert message.format(store=store) in " ".join(result.output.split())
     assert "Traceback" not in result.output and not (tmp_path / "m").exists()
+
+
+def test_the_state_feature_set_ignores_depth_and_history_and_round_trips(trained: tuple[Path, Manifest],
+                                                                         tmp_path: Path) -> None:
+    out = tmp_path / "state"
+    manifest = train_value_model(value_episodes(n_tasks=40, seed=1), out, feature_set="state")
+    assert manifest.extra["feature_set"] == "state" and manifest.metrics["held_out_auc"] > 0.75
+    model = load_value_model(out)
+    assert model.feature_set == "state"
+    state = value_examples(value_episodes(n_tasks=2, seed=5))[3].state
+    deeper = replace(state, step=9, history=[1, 3, 13, 13, 17, 20])
+    assert model.predict(deeper) == model.predict(state)
+    full = load_value_model(trained[0])  # the default set reads depth and history
+    assert full.feature_set == "all" and full.predict(deeper) != full.predict(state)
+    with pytest.raises(ValueDataError, match="feature set 'depth' unknown"):
+        train_value_model(value_episodes(n_tasks=40, seed=1), tmp_path / "bad", feature_set="depth")
