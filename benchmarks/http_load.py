@@ -14,26 +14,45 @@ from typing import Any
 
 
 class Conn:
+    """One keep-alive HTTP/1.1 connection with a minimal client (content-length bodies only): a
+    load generator's own CPU must stay small beside the service it measures."""
+
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
     async def post(self, path: str, body: bytes, headers: bytes = b"") -> tuple[int, bytes]:
+        status, _, data = await self.request("POST", path, body, headers)
+        return status, data
+
+    async def request(self, method: str, path: str, body: bytes = b"", headers: bytes = b"",
+                      ) -> tuple[int, dict[str, str], bytes]:
+        """(status, headers with lower-case names, body); reconnects once when the server had
+        closed the kept-alive connection."""
+        try:
+            return await self._exchange(method, path, body, headers)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            self.close()
+            return await self._exchange(method, path, body, headers)
+
+    async def _exchange(self, method: str, path: str, body: bytes, headers: bytes) -> tuple[int, dict[str, str], bytes]:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
         assert self.reader is not None
-        self.writer.write(b"POST " + path.encode() + b" HTTP/1.1\r\nhost: " + self.host.encode()
+        self.writer.write(method.encode() + b" " + path.encode() + b" HTTP/1.1\r\nhost: " + self.host.encode()
                           + b"\r\ncontent-type: application/json\r\n" + headers
                           + b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
         head = await self.reader.readuntil(b"\r\n\r\n")
-        status = int(head[9:12])
-        length = 0
+        fields: dict[str, str] = {}
         for line in head.split(b"\r\n")[1:]:
-            if line[:15].lower() == b"content-length:":
-                length = int(line[15:])
-        data = await self.reader.readexactly(length)
-        return status, data
+            name, _, value = line.partition(b":")
+            if name:
+                fields[name.decode("latin-1").lower()] = value.strip().decode("latin-1")
+        data = await self.reader.readexactly(int(fields.get("content-length", "0")))
+        if fields.get("connection", "").lower() == "close":
+            self.close()
+        return int(head[9:12]), fields, data
 
     def close(self) -> None:
         if self.writer is not None:

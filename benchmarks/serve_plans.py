@@ -28,8 +28,10 @@ import multiprocessing
 import os
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import httpx
 
@@ -62,6 +64,9 @@ def parse_args() -> argparse.Namespace:
                         help="follow each job by polls (as PlanClient.wait()), by its events stream, or not at all "
                              "(none: submit, then read the jobs one at a time as they end; what the jobs' "
                              "execution costs the decisions without their clients' reads)")
+    parser.add_argument("--trace", default="",
+                        help="write every probe's start time (Unix s) and milliseconds, and the jobs' start and "
+                             "end, to this JSON file (where in the run the tail falls)")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args()
 
@@ -83,8 +88,9 @@ def start(args: argparse.Namespace, work: Path) -> Any:
     return start_service(cfg, num_cpus=args.num_cpus)
 
 
-async def probe(host: str, port: int, gap_s: float, stop: Any, out: list[float]) -> int:
-    """One /v1/decide at a time, every gap_s, until `stop` is set; milliseconds into `out`; returns non-200s."""
+async def probe(host: str, port: int, gap_s: float, stop: Any, out: list[float], stamps: list[float]) -> int:
+    """One /v1/decide at a time, every gap_s, until `stop` is set; milliseconds into `out` and each
+    request's start (Unix time) into `stamps`; returns non-200s."""
     from benchmarks.serve import model_state
 
     conn, errors, i = Conn(host, port), 0, 0
@@ -92,6 +98,7 @@ async def probe(host: str, port: int, gap_s: float, stop: Any, out: list[float])
         while not stop.is_set():
             body = json.dumps(model_state(i).to_dict()).encode()
             t0 = time.perf_counter()
+            stamps.append(time.time())
             status, _ = await conn.post("/v1/decide", body)
             out.append((time.perf_counter() - t0) * 1000.0)
             errors += status != 200
@@ -122,8 +129,9 @@ def _elsewhere() -> None:
 def _probe_process(host: str, port: int, gap_s: float, stop: Any, results: Any) -> None:
     _own_session()
     out: list[float] = []
-    errors = asyncio.run(probe(host, port, gap_s, stop, out))
-    results.put((out, errors))
+    stamps: list[float] = []
+    errors = asyncio.run(probe(host, port, gap_s, stop, out, stamps))
+    results.put((out, errors, stamps))
 
 
 class Prober:
@@ -135,10 +143,11 @@ class Prober:
         self._stop, self._results = ctx.Event(), ctx.Queue()
         self._proc = ctx.Process(target=_probe_process, args=(host, port, gap_s, self._stop, self._results))
         self._proc.start()
+        self.stamps: list[float] = []
 
     def finish(self) -> tuple[list[float], int]:
         self._stop.set()
-        out, errors = self._results.get(timeout=120)
+        out, errors, self.stamps = self._results.get(timeout=120)
         self._proc.join(timeout=30)
         return out, errors
 
@@ -148,17 +157,45 @@ def _bodies(n: int) -> list[dict[str, Any]]:
              "seed": i // len(TASKS), "budget": BUDGET} for i in range(n)]
 
 
-async def submit(client: httpx.AsyncClient, i: int, body: dict[str, Any], deadline: float) -> httpx.Response:
+@dataclass
+class Reply:
+    status_code: int
+    headers: dict[str, str]  # lower-case names
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else {}
+
+
+class Caller:
+    """One job's caller on a connection of its own (benchmarks/http_load.Conn): httpx's pool spent
+    a CPU of this machine on 200 callers' bookkeeping, beside the service being measured."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.conn = Conn(host, port)
+
+    async def get(self, path: str) -> Reply:
+        return Reply(*await self.conn.request("GET", path))
+
+    async def post(self, path: str, json_body: dict[str, Any], headers: dict[str, str]) -> Reply:
+        extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode()
+        return Reply(*await self.conn.request("POST", path, json.dumps(json_body).encode(), extra))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+async def submit(caller: Caller, i: int, body: dict[str, Any], deadline: float) -> Reply:
     """One submission, retried after Retry-After on 429/503 with the same key (as serve.client does)."""
     for _ in range(SUBMIT_TRIES):
-        r = await client.post("/v1/plans", json=body, headers={"Idempotency-Key": f"bench-{i}"})
+        r = await caller.post("/v1/plans", body, {"Idempotency-Key": f"bench-{i}"})
         if r.status_code not in (429, 503) or time.monotonic() >= deadline:
             break
-        await asyncio.sleep(float(r.headers.get("Retry-After", "1")))
+        await asyncio.sleep(float(r.headers.get("retry-after", "1")))
     return r
 
 
-async def follow(client: httpx.AsyncClient, job_id: str, deadline: float) -> tuple[dict[str, Any] | None, int]:
+async def follow(caller: Caller, job_id: str, deadline: float) -> tuple[dict[str, Any] | None, int]:
     """The job followed as PlanClient.wait() follows it (a poll when the service's Retry-After says
     the next step is due, backing off up to 3 s while nothing changes: serve/plan_client.py
     next_poll_s): (the final job or None, 5xx answers)."""
@@ -166,7 +203,7 @@ async def follow(client: httpx.AsyncClient, job_id: str, deadline: float) -> tup
 
     seen, pause, server_errors = ("", -1), POLL_MIN_S, 0
     while time.monotonic() < deadline:
-        r = await client.get(f"/v1/plans/{job_id}")
+        r = await caller.get(f"/v1/plans/{job_id}")
         POLLS[0] += 1
         server_errors += r.status_code >= 500
         view = r.json() if r.status_code == 200 else {}
@@ -178,7 +215,8 @@ async def follow(client: httpx.AsyncClient, job_id: str, deadline: float) -> tup
     return None, server_errors
 
 
-async def follow_events(client: httpx.AsyncClient, job_id: str, deadline: float) -> tuple[dict[str, Any] | None, int]:
+async def follow_events(client: httpx.AsyncClient, caller: Caller, job_id: str, deadline: float,
+                        ) -> tuple[dict[str, Any] | None, int]:
     """The job followed by its events stream (server-sent events) to its `end` event; by polls
     (follow) when the stream is refused or breaks."""
     try:
@@ -194,18 +232,18 @@ async def follow_events(client: httpx.AsyncClient, job_id: str, deadline: float)
             errors = int(r.status_code >= 500)
     except httpx.HTTPError:
         errors = 0
-    final, more = await follow(client, job_id, deadline)
+    final, more = await follow(caller, job_id, deadline)
     return final, errors + more
 
 
-async def collect(client: httpx.AsyncClient, ids: list[str], deadline: float) -> tuple[dict[str, dict[str, Any]], int]:
+async def collect(caller: Caller, ids: list[str], deadline: float) -> tuple[dict[str, dict[str, Any]], int]:
     """--follow none: the submitted jobs read one at a time in submission order, waiting 2 s on one
     that has not ended (about one request a second while the jobs run)."""
     finals: dict[str, dict[str, Any]] = {}
     errors = 0
     for job_id in ids:
         while time.monotonic() < deadline:
-            r = await client.get(f"/v1/plans/{job_id}")
+            r = await caller.get(f"/v1/plans/{job_id}")
             POLLS[0] += 1
             errors += r.status_code >= 500
             view = r.json() if r.status_code == 200 else {}
@@ -226,27 +264,41 @@ async def run_jobs(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[s
     t0 = time.monotonic()
     deadline = t0 + args.deadline_s
 
-    async def one(client: httpx.AsyncClient, i: int, body: dict[str, Any]) -> None:
+    u = urlparse(url)
+    host, port = u.hostname or "127.0.0.1", u.port or 80
+
+    async def one(streams: httpx.AsyncClient, i: int, body: dict[str, Any]) -> None:
         nonlocal failures
-        await asyncio.sleep(i / args.submit_rate)
-        r = await submit(client, i, body, deadline)
-        failures += r.status_code != 202
-        if r.status_code == 202 and args.follow == "none":
-            submitted.append(r.json()["id"])
-        elif r.status_code == 202:
-            final, errors = await (follow_events if args.follow == "events" else follow)(
-                client, r.json()["id"], deadline)
+        caller = Caller(host, port)  # each job's caller on its own connection, as callers elsewhere would be
+        try:
+            await asyncio.sleep(i / args.submit_rate)
+            r = await submit(caller, i, body, deadline)
+            failures += r.status_code != 202
+            if r.status_code != 202:
+                return
+            job_id = r.json()["id"]
+            if args.follow == "none":
+                submitted.append(job_id)
+                return
+            final, errors = await (follow_events(streams, caller, job_id, deadline) if args.follow == "events"
+                                   else follow(caller, job_id, deadline))
             failures += errors
             if final is not None:
                 finals[final["id"]] = final
+        finally:
+            caller.close()
 
-    connections = args.jobs if args.follow == "events" else 32  # a stream holds its connection
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=httpx.Limits(max_connections=connections)) as client:
-        await asyncio.gather(*(one(client, i, body) for i, body in enumerate(_bodies(args.jobs))))
-        if submitted:
-            collected, errors = await collect(client, submitted, deadline)
-            finals.update(collected)
-            failures += errors
+    limits = httpx.Limits(max_connections=args.jobs)  # --follow events: a stream holds its connection
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as streams:
+        await asyncio.gather(*(one(streams, i, body) for i, body in enumerate(_bodies(args.jobs))))
+    if submitted:
+        reader = Caller(host, port)
+        try:
+            collected, errors = await collect(reader, submitted, deadline)
+        finally:
+            reader.close()
+        finals.update(collected)
+        failures += errors
     return finals, time.monotonic() - t0, failures
 
 
@@ -271,27 +323,32 @@ def clients(url: str, args: argparse.Namespace) -> tuple[dict[str, dict[str, Any
         proc.join(timeout=30)
 
 
-def probe_for(host: str, port: int, gap_s: float, seconds: float, out: list[float]) -> int:
+def probe_for(host: str, port: int, gap_s: float, seconds: float, out: list[float], trace: list[list[float]]) -> int:
     prober = Prober(host, port, gap_s)
     time.sleep(seconds)
     samples, errors = prober.finish()
     out.extend(samples)
+    trace.extend([t, ms] for t, ms in zip(prober.stamps, samples, strict=True))
     return errors
 
 
 def measure(args: argparse.Namespace, svc: Any) -> dict[str, Any]:
     """The baseline (half before the jobs, half after: background drift hits both sides), and the
     probe while the jobs run."""
-    from urllib.parse import urlparse
-
     u = urlparse(svc.fast_url)
     host, port, gap = u.hostname or "127.0.0.1", u.port or 80, args.probe_gap_ms / 1000
     base: list[float] = []
-    errors = probe_for(host, port, gap, args.probe_s / 2, base)
+    trace: dict[str, Any] = {"base": []}
+    errors = probe_for(host, port, gap, args.probe_s / 2, base, trace["base"])
     prober = Prober(host, port, gap)
+    trace["jobs_start"] = time.time()
     finals, seconds, server_errors, polls = clients(svc.fast_url, args)
+    trace["jobs_end"] = time.time()
     during, during_errors = prober.finish()
-    errors += during_errors + probe_for(host, port, gap, args.probe_s / 2, base)
+    trace["during"] = [[t, ms] for t, ms in zip(prober.stamps, during, strict=True)]
+    errors += during_errors + probe_for(host, port, gap, args.probe_s / 2, base, trace["base"])
+    if args.trace:
+        Path(args.trace).write_text(json.dumps(trace))
     return {"base": base, "during": during, "finals": finals, "seconds": seconds,
             "server_errors": server_errors, "probe_errors": errors, "polls": polls}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -37,7 +37,7 @@ def next_poll_s(previous_s: float, changed: bool, least_s: float = POLL_MIN_S, m
     return min(max(hint_s, backoff), max(least_s, most_s))
 
 
-def retry_after_s(headers: httpx.Headers) -> float | None:
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
     """Retry-After in seconds (the delta-seconds form), or None when absent or not a number."""
     try:
         return max(0.0, float(headers["retry-after"]))
