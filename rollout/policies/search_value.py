@@ -10,6 +10,7 @@ node's priority is the search's own (the verifier's verdict, a depth bonus, a ra
 `value_weight` times the model's estimate of the chance the episode ends in oracle success from
 the node's state. A verdict level is worth 1, so with the default weight the estimate orders
 nodes of one verdict and can lift a node past a neighbouring verdict only when it is far surer.
+The results file says what it bought on that set.
 """
 
 from __future__ import annotations
