@@ -3,8 +3,8 @@
 step, and of the same task, step and verdict (rollout/policies/search.verdict_value).
 
 The first says whether the model tells good states from bad within one task, which the search
-needs; the second whether it adds to what the search already orders by. SIMULATED when the runs
-are (the store's episodes say which backend made them).
+needs; the second whether it adds to what the search already orders by. Also what one estimate
+costs. SIMULATED when the runs are (the store's episodes say which backend made them).
 
     python benchmarks/value_within_task.py --model /tmp/s29v/models/value-s53 \\
         --from /tmp/s29v/store/value-s53-p0 --from /tmp/s29v/store/value-s53-p1
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -50,7 +51,15 @@ def main(argv: list[str] | None = None) -> int:
     examples = value_examples(read_sources(args.sources))
     held = held_out_tasks({e.task_id for e in examples}, share)
     test = [e for e in examples if e.task_id in held]
-    preds = [model.predict(e.state) for e in test]
+    states = [e.state for e in test]
+    t0 = time.perf_counter()
+    preds = [model.predict(s) for s in states]
+    t1 = time.perf_counter()
+    again = [model.predict(s) for s in states]  # the PDDL's static reads cached, as for a search's siblings
+    t2 = time.perf_counter()
+    assert again == preds
+    print(f"{args.model}: {len(states)} held-out states, an estimate takes {1000 * (t1 - t0) / len(states):.2f} ms "
+          f"the first time, {1000 * (t2 - t1) / len(states):.2f} ms again")
     for same_verdict, what in ((False, "same task and step"), (True, "same task, step and verdict")):
         pairs, auc = paired_auc(test, preds, same_verdict=same_verdict)
         print(f"{args.model}: held-out {what}: {pairs} pairs, AUC {auc:.3f}")
