@@ -98,15 +98,32 @@ class Reinforce:
     llm: str = option("sim:scale=0", help="--rl: the simulated world the episodes run in")
 
 
+@dataclass(kw_only=True)
+class ValueModel:
+    """The search's value model (--value): trained from stored runs, failed episodes included."""
+
+    value: bool = option(False, "--value", help="train the search's value model (search:...,value=DIR) from "
+                                                 "--from runs (docs/train.md)")
+    sources: list[str] | None = option(None, "--from", help="--value: STORE/RUN (repeatable), e.g. halo-data/run-7")
+    held_out: float = option(0.2, help="--value: share of tasks held out for the calibration figures")
+    value_features: str = option("all", help="--value: all (the fast policy's features) or state (without the "
+                                             "step number and agent history)")
+
+
 def register(app: typer.Typer) -> None:
-    app.command("train")(command(train, Artifact, Model, Schedule, Cluster, Reinforce))
+    app.command("train")(command(train, Artifact, Model, Schedule, Cluster, Reinforce, ValueModel))
 
 
-def train(artifact: Artifact, model: Model, schedule: Schedule, cluster: Cluster, reinforce: Reinforce) -> None:
-    """Train a policy; print its metrics and where the artifact is."""
+def train(artifact: Artifact, model: Model, schedule: Schedule, cluster: Cluster, reinforce: Reinforce,
+          value: ValueModel) -> None:
+    """Train a policy or the search's value model; print its metrics and where the artifact is."""
     from train.dataset import DatasetError
     from train.store_io import stage_output, upload_output
 
+    if value.value:
+        from cluster.commands.train_value import train_value
+
+        return train_value(artifact, value.sources or [], value.held_out, value.value_features)
     if reinforce.rl:
         return _train_rl(artifact, reinforce)
     if artifact.data is None:

@@ -1,4 +1,5 @@
-"""Search over agent choices: `search:prior=SPEC,width=W,max_calls=N[,wall_s=S][,checks=K][,parallel=P]`.
+"""Search over agent choices: `search:prior=SPEC,width=W,max_calls=N[,value=DIR][,value_weight=X][,wall_s=S]
+[,checks=K][,parallel=P]`.
 
 A best-first search over the refinement loop's agent choices, on forks of the episode's
 environment (rollout/loop/env.py). A node is the episode after some steps; its children are the
@@ -6,7 +7,9 @@ prior policy's top-ranked agents (at most `width`), generated one at a time, bes
 expansion costs one child, so a search that never branches costs what the greedy prior costs.
 Nodes are ordered by what the verifier says of their state (empty < unparsable < no plan < a
 plan the validator rejects < an accepted plan), how deep they are, and the rank of their next
-child. A child that changed nothing or reached a state seen before is pruned: the search goes on
+child; with `value=DIR`, also by a value model's estimate of the chance the episode ends in
+oracle success from the node's state (rollout/policies/search_value.py: `value_weight` times the
+estimate is added). A child that changed nothing or reached a state seen before is pruned: the search goes on
 from the parent with its next choice, so a wasted call does not also spend a step. Before
 accepting a plan, the search spends up to `checks` calls (default 2, 0: none) on independent
 checks of the accepted PDDL against the task's words, where the world offers them; a check that
@@ -48,11 +51,13 @@ from rollout.core.trajectory import StepRecord
 from rollout.loop.env import RefinementEnv
 from rollout.policies.rules import is_syntax_error
 from rollout.policies.scripted import DEFAULT_RULES, symptom
+from rollout.policies.search_value import ValueEstimator, load_value
 from solvers.params import SpecError, read_pairs, read_params
 
-SEARCH_KEYS = ("prior", "width", "max_calls", "value", "wall_s", "checks", "parallel")
+SEARCH_KEYS = ("prior", "width", "max_calls", "value", "value_weight", "wall_s", "checks", "parallel")
 DEPTH_BONUS = 0.3  # a node one step deeper at the same verdict goes first (the search dives)
 RANK_PENALTY = 0.5  # each rank down the prior's list costs this much priority
+DEFAULT_VALUE_WEIGHT = 1.0  # value=DIR: priority gained per unit of estimated success (search_value.py)
 
 
 class SearchSpecError(SpecError):
@@ -68,7 +73,8 @@ class SearchSpec:
     prior: str = "rules+scripted"
     width: int = field(default=3, metadata={"ge": 1})
     max_calls: int = field(default=16, metadata={"ge": 1})
-    value: str | None = None  # a value model's directory: refused until one exists
+    value: str | None = None  # a value model's directory (rollout/policies/search_value.py); None: none
+    value_weight: float = field(default=DEFAULT_VALUE_WEIGHT, metadata={"check": _positive})
     wall_s: float = field(default=300.0, metadata={"check": _positive})
     checks: int = field(default=2, metadata={"ge": 0})
     parallel: int = field(default=1, metadata={"ge": 1})  # children expanded at once
@@ -94,9 +100,9 @@ def parse_search_spec(text: str) -> SearchSpec:
             own.append(f"{pair.key}={pair.value}")
             in_prior = False
     spec = read_params(SearchSpec, ",".join(own), spec=text, what="search", error=SearchSpecError)
-    if spec.value is not None:
-        raise SearchSpecError.of(text, "value=DIR: no value model exists yet; search orders nodes by the "
-                                 "verifier's verdicts", field="value", what="search")
+    if spec.value is None and "value_weight" in keys:
+        raise SearchSpecError.of(text, "value_weight needs value=DIR (a value model)", field="value_weight",
+                                 what="search")
     return replace(spec, prior=",".join(prior) or SearchSpec.prior)
 
 
@@ -221,14 +227,18 @@ class SearchPolicy(Policy):
 
     name = "search"
 
-    def __init__(self, spec: SearchSpec, prior: Policy, *, concurrent: bool = True) -> None:
+    def __init__(self, spec: SearchSpec, prior: Policy, *, concurrent: bool = True,
+                 value: ValueEstimator | None = None) -> None:
         self.spec = spec
         self.prior = prior
+        self.value = value  # the value model of `value=DIR`; None: the verdicts alone order the frontier
         # False: a round's children run one after another (the same tree, slower; tests compare)
         self.concurrent = concurrent
         self.name = f"search[{prior.name}]"
         parallel = f"-p{spec.parallel}" if spec.parallel > 1 else ""
         self.version = f"w{spec.width}-c{spec.max_calls}-k{spec.checks}{parallel}-{prior.version}"
+        if value is not None:
+            self.version += f"-v{value.name}@{value.version}x{spec.value_weight:g}"
         self.decides_inline = prior.decides_inline
 
     def _decide(self, state: EpisodeState) -> Decision:
@@ -275,6 +285,7 @@ class _Search:
         self.failed_end: _Node | None = None  # the first branch that ended unaccepted (the last resort)
         self.flagged: set[tuple[str, str, str]] = set()  # accepted states an acceptance check flagged
         self.deadline = time.monotonic() + self.spec.wall_s
+        self.values: dict[tuple[str, str, str], float] = {}  # the value model's estimates, per state
 
     def out_of_budget(self) -> bool:
         return self.tree.llm_calls >= self.spec.max_calls or time.monotonic() >= self.deadline
@@ -302,9 +313,20 @@ class _Search:
             value -= 0.5
         return value, len(node.path)
 
+    def _priority(self, node: _Node) -> float:
+        """The node's priority: the search's own, plus the weighted value estimate with `value=DIR`."""
+        priority = node.priority()
+        model = self.policy.value
+        if model is not None:
+            key = _state_key(node.state)
+            if key not in self.values:
+                self.values[key] = model.predict(node.state)
+            priority += self.spec.value_weight * self.values[key]
+        return priority
+
     def _push(self, node: _Node) -> None:
         if not node.env.done and (node.candidates is None or node.candidates):
-            heapq.heappush(self.frontier, (-node.priority(), next(self.counter), node))
+            heapq.heappush(self.frontier, (-self._priority(node), next(self.counter), node))
         if not node.env.done and (self.best is None or self._rank(node) > self._rank(self.best)):
             self.best = node
 
@@ -463,4 +485,5 @@ def search_factory(params: str, seed: int) -> Policy:
     spec = parse_search_spec(params)
     if spec.prior.startswith("search"):
         raise SearchSpecError("prior: a search cannot be the prior of a search")
-    return SearchPolicy(spec, make_policy(spec.prior, seed=seed))
+    value = load_value(spec.value) if spec.value is not None else None  # a one-line ValueError when not one
+    return SearchPolicy(spec, make_policy(spec.prior, seed=seed), value=value)
