@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rl_start import fit_rl_start
 from typer.testing import CliRunner
 
 from cluster.cli import app
@@ -26,14 +27,7 @@ RL_ARGS = ["--tasks", TASKS, "--tasks-per-iter", "2", "--group", "2", "--concurr
 @pytest.fixture(scope="module")
 def start_dir(tmp_path_factory) -> Path:
     """A supervised fast policy fitted on rules+scripted episodes (the RL start)."""
-    from rollout.tasks import load_tasks
-    from train.fast_policy import train_fast_policy
-    from train.pipeline import run_policy
-
-    records = run_policy(load_tasks(TASKS), "rules+scripted", [0, 1], "rl-test-teacher", 2, llm="sim:scale=0").records
-    out = tmp_path_factory.mktemp("rl") / "start"
-    train_fast_policy(records, out, check="none", name="start")
-    return out
+    return fit_rl_start(tmp_path_factory.mktemp("rl") / "start", TASKS, "rl-test-teacher")
 
 
 def _checkpoints(out: Path) -> list[int]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rl_start import fit_rl_start
 
 from rollout.core.agent_table import NUM_AGENTS
 from rollout.core.decision import Decision, Policy
@@ -142,14 +143,7 @@ def test_tried_agents_are_the_top_k_then_the_sampled_one_and_state_choice_is_see
 @pytest.fixture(scope="module")
 def start_dir(tmp_path_factory) -> Path:
     """A supervised fast policy fitted on rules+scripted episodes (the RL start)."""
-    from rollout.tasks import load_tasks
-    from train.fast_policy import train_fast_policy
-    from train.pipeline import run_policy
-
-    records = run_policy(load_tasks(TASKS), "rules+scripted", [0, 1], "fork-test", 2, llm="sim:scale=0").records
-    out = tmp_path_factory.mktemp("fork") / "start"
-    train_fast_policy(records, out, check="none", name="start")
-    return out
+    return fit_rl_start(tmp_path_factory.mktemp("fork") / "start", TASKS, "fork-test")
 
 
 @pytest.fixture(scope="module")
