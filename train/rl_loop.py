@@ -23,7 +23,7 @@ import numpy as np
 from rollout.core.trajectory import EpisodeRecord
 from rollout.tasks.base import Task
 from train.encoder import ENCODER_VERSION
-from train.fast_policy import ID_LABELS, POLICY_CLASS, WEIGHTS_FILE
+from train.fast_policy import ID_LABELS, POLICY_CLASS, WEIGHTS_FILE, HashedLinearPolicy
 from train.manifest import Manifest
 from train.rl import (
     ADVANTAGE_NORMS,
@@ -104,62 +104,54 @@ def _seed(*parts: object) -> int:
     return zlib.crc32("|".join(map(str, parts)).encode())
 
 
-async def _rollouts(tasks: list[Task], params: LinearWeights, settings: RLSettings, iteration: int
-                    ) -> list[tuple[str, EpisodeRecord]]:
+async def _rollouts(tasks: list[Task], params: LinearWeights, settings: RLSettings, iteration: int,
+                    forked: list[ForkedState] | None = None) -> list[tuple[str, EpisodeRecord]]:
+    """`settings.group` sampled episodes per task. With `forked` (fork mode), each episode's sampled
+    model states are then forked (in the episode's slot of the concurrency), their branches finished
+    by the current policy's argmax, and put in `forked` in task order; an episode that ended on an
+    infrastructure failure or broke is not forked."""
     from rollout.loop.episode import EpisodeConfig, run_episode
     from rollout.policies.rules import RulesFirst
     from rollout.sim.spec import sim_config_for
 
     sim = sim_config_for(settings.llm)
     sem = asyncio.Semaphore(settings.concurrency)
-
-    async def one(task: Task, k: int) -> tuple[str, EpisodeRecord]:
-        world_seed = _seed(settings.seed, iteration, task.task_id) % 2**31
-        policy = RulesFirst(SampledLinearPolicy(params, settings.temperature, _seed(world_seed, k),
-                                                version=f"rl-{iteration}"))
-        config = EpisodeConfig(seed=world_seed, run_id=f"rl-{iteration}", sim=sim)
-        async with sem:
-            record = await run_episode(task, policy, config, episode_id=f"rl-{iteration}-{world_seed}-{k}")
-        return f"{task.task_id}|{world_seed}", record
-
-    return list(await asyncio.gather(*(one(t, k) for t in tasks for k in range(settings.group))))
-
-
-async def _fork_rollouts(tasks: list[Task], params: LinearWeights, settings: RLSettings, iteration: int
-                         ) -> tuple[list[tuple[str, EpisodeRecord]], list[ForkedState]]:
-    """The rollouts of fork mode: each episode as in _rollouts, then its forked states' branches
-    (in the episode's slot of the concurrency), finished by the current policy's argmax. An episode
-    that ended on an infrastructure failure or broke is not forked."""
-    from rollout.loop.episode import EpisodeConfig, run_episode
-    from rollout.policies.rules import RulesFirst
-    from rollout.sim.spec import sim_config_for
-    from train.fast_policy import HashedLinearPolicy
-
-    sim = sim_config_for(settings.llm)
-    sem = asyncio.Semaphore(settings.concurrency)
-    argmax = HashedLinearPolicy(params.buckets, params.weights, params.bias, params.n_buckets,
-                                version=f"rl-{iteration}")
-    finisher = RulesFirst(argmax)
+    argmax = None if forked is None else HashedLinearPolicy(params.buckets, params.weights, params.bias,
+                                                            params.n_buckets, version=f"rl-{iteration}")
 
     async def one(task: Task, k: int) -> tuple[tuple[str, EpisodeRecord], list[ForkedState]]:
         world_seed = _seed(settings.seed, iteration, task.task_id) % 2**31
-        sampler = ForkingSampler(RulesFirst(SampledLinearPolicy(params, settings.temperature, _seed(world_seed, k),
-                                                                version=f"rl-{iteration}")))
+        policy = RulesFirst(SampledLinearPolicy(params, settings.temperature, _seed(world_seed, k),
+                                                version=f"rl-{iteration}"))
+        sampler = None if argmax is None else ForkingSampler(policy)
         config = EpisodeConfig(seed=world_seed, run_id=f"rl-{iteration}", sim=sim)
-        forked: list[ForkedState] = []
+        states: list[ForkedState] = []
         async with sem:
-            record = await run_episode(task, sampler, config, episode_id=f"rl-{iteration}-{world_seed}-{k}")
-            if sampler.env is not None and not (record.infra_error or record.error):
-                chosen = choose_states(len(sampler.snapshots), settings.fork_states, _seed(world_seed, k, "fork"))
-                for i in chosen:
-                    snap, sampled = sampler.snapshots[i]
-                    assert snap.state is not None
-                    forked.append(await fork_state(sampler.env, snap, sampled, finisher, argmax.scores(snap.state),
-                                                   settings.fork_k, settings.price_per_call, settings.fork_samples))
-        return (f"{task.task_id}|{world_seed}", record), forked
+            record = await run_episode(task, sampler or policy, config, episode_id=f"rl-{iteration}-{world_seed}-{k}")
+            if sampler is not None and argmax is not None:
+                states = await _fork_episode(sampler, record, argmax, settings, _seed(world_seed, k, "fork"))
+        return (f"{task.task_id}|{world_seed}", record), states
 
     done = await asyncio.gather(*(one(t, k) for t in tasks for k in range(settings.group)))
-    return [episode for episode, _ in done], [f for _, states in done for f in states]
+    if forked is not None:
+        forked.extend(f for _, states in done for f in states)
+    return [episode for episode, _ in done]
+
+
+async def _fork_episode(sampler: ForkingSampler, record: EpisodeRecord, argmax: HashedLinearPolicy,
+                        settings: RLSettings, seed: int) -> list[ForkedState]:
+    """The forked states of one sampled episode (none when it broke or failed on infrastructure)."""
+    from rollout.policies.rules import RulesFirst
+
+    if sampler.env is None or record.infra_error or record.error:
+        return []
+    finisher, out = RulesFirst(argmax), []
+    for i in choose_states(len(sampler.snapshots), settings.fork_states, seed):
+        snap, sampled = sampler.snapshots[i]
+        assert snap.state is not None
+        out.append(await fork_state(sampler.env, snap, sampled, finisher, argmax.scores(snap.state),
+                                    settings.fork_k, settings.price_per_call, settings.fork_samples))
+    return out
 
 
 def _iteration_tasks(train: list[Task], settings: RLSettings, iteration: int) -> list[Task]:
@@ -216,7 +208,8 @@ def _iterate(params: LinearWeights, start: LinearWeights, settings: RLSettings, 
              ) -> tuple[LinearWeights, Batch, dict[str, float]]:
     """One iteration's rollouts and update: (the updated params, the scored episodes, diagnostics)."""
     if settings.advantage == "fork":
-        episodes, forked = asyncio.run(_fork_rollouts(tasks, params, settings, iteration))
+        forked: list[ForkedState] = []
+        episodes = asyncio.run(_rollouts(tasks, params, settings, iteration, forked))
         batch = group_advantages(episodes, settings.price_per_call)  # the episodes' figures; no update from them
         extra = {**batch_diagnostics(params, batch, settings.temperature), **fork_figures(forked)}
         return fork_update(params, start, forked, lr=settings.lr, pull=settings.pull,
