@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from train.encoder import ENCODER_VERSION
 from train.examples import Example, select_examples, split_by_task
 from train.features import DEFAULT_BUCKETS, FEATURE_VERSION, FEATURE_VERSIONS, hash_features, state_features
 from train.manifest import Manifest, ManifestError
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
 POLICY_CLASS = "hashed_linear"
 RETRY_PRIORS = ("fresh", "model")  # HashedLinearPolicy.next_ranked's prior
@@ -152,20 +156,25 @@ def write_weights(path: Path, buckets: np.ndarray, weights: np.ndarray, bias: np
     np.savez_compressed(path, buckets=buckets, weights=weights, bias=bias, n_buckets=np.int64(n_buckets))
 
 
-def fit_examples(train: list[Example], *, n_buckets: int = DEFAULT_BUCKETS, c: float = 0.5,
-                 seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Fit on examples; returns (buckets, weights[k, 21], bias[21])."""
+def hashed_design(rows: list[list[int]], dtype: type = np.float64) -> tuple[np.ndarray, csr_matrix]:
+    """(the buckets used, a sparse 0/1 matrix: one row per example, one column per used bucket)."""
     from scipy.sparse import csr_matrix
-    from sklearn.linear_model import LogisticRegression
 
-    if not train:
-        raise EmptyDatasetError("no training examples: nothing passed the filter (check --filter and the runs)")
-    rows = [hash_features(state_features(e.state), n_buckets) for e in train]
     used = np.array(sorted({b for r in rows for b in r}), dtype=np.int64)
     col = {int(b): i for i, b in enumerate(used)}
     indptr = np.cumsum([0] + [len(r) for r in rows])
     indices = np.array([col[b] for r in rows for b in r], dtype=np.int64)
-    x = csr_matrix((np.ones(len(indices), dtype=np.float32), indices, indptr), shape=(len(rows), len(used)))
+    return used, csr_matrix((np.ones(len(indices), dtype=dtype), indices, indptr), shape=(len(rows), len(used)))
+
+
+def fit_examples(train: list[Example], *, n_buckets: int = DEFAULT_BUCKETS, c: float = 0.5,
+                 seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fit on examples; returns (buckets, weights[k, 21], bias[21])."""
+    from sklearn.linear_model import LogisticRegression
+
+    if not train:
+        raise EmptyDatasetError("no training examples: nothing passed the filter (check --filter and the runs)")
+    used, x = hashed_design([hash_features(state_features(e.state), n_buckets) for e in train], np.float32)
     y = np.array([e.agent_id for e in train])
     weights = np.zeros((len(used), NUM_AGENTS), dtype=np.float32)
     bias = np.full(NUM_AGENTS, -30.0, dtype=np.float32)  # agents never seen in training are never chosen

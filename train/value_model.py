@@ -30,7 +30,7 @@ from rollout.core.state import EpisodeState
 from rollout.core.trajectory import EpisodeRecord, is_infra_failure
 from solvers.errors import InputError
 from train.encoder import ENCODER_VERSION
-from train.fast_policy import ID_LABELS
+from train.fast_policy import ID_LABELS, hashed_design
 from train.features import DEFAULT_BUCKETS, FEATURE_VERSION, FEATURE_VERSIONS, hash_features, state_features
 from train.manifest import Manifest, ManifestError
 
@@ -160,15 +160,10 @@ def load_value_model(model_dir: str | Path) -> ValueModel:
 def fit_value(train: list[ValueExample], *, n_buckets: int = DEFAULT_BUCKETS, c: float = DEFAULT_C,
               seed: int = 0, feature_set: str = "all") -> tuple[np.ndarray, np.ndarray, float]:
     """Fit on examples holding both outcomes; returns (buckets, weights[k], bias)."""
-    from scipy.sparse import csr_matrix
     from sklearn.linear_model import LogisticRegression
 
-    rows = [hash_features(value_features(e.state, feature_set=feature_set), n_buckets) for e in train]
-    used = np.array(sorted({b for r in rows for b in r}), dtype=np.int64)
-    col = {int(b): i for i, b in enumerate(used)}
-    indptr = np.cumsum([0] + [len(r) for r in rows])
-    indices = np.array([col[b] for r in rows for b in r], dtype=np.int64)
-    x = csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(rows), len(used)))
+    used, x = hashed_design([hash_features(value_features(e.state, feature_set=feature_set), n_buckets)
+                             for e in train])
     y = np.array([int(e.success) for e in train])
     clf = LogisticRegression(C=c, max_iter=1000, random_state=seed)
     clf.fit(x, y)
