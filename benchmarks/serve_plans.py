@@ -187,11 +187,14 @@ class Caller:
 
 async def submit(caller: Caller, i: int, body: dict[str, Any], deadline: float) -> Reply:
     """One submission, retried after Retry-After on 429/503 with the same key (as serve.client does)."""
+    from serve.plan_client import retry_after_s
+
     for _ in range(SUBMIT_TRIES):
         r = await caller.post("/v1/plans", body, {"Idempotency-Key": f"bench-{i}"})
         if r.status_code not in (429, 503) or time.monotonic() >= deadline:
             break
-        await asyncio.sleep(float(r.headers.get("retry-after", "1")))
+        hint = retry_after_s(r.headers)
+        await asyncio.sleep(1.0 if hint is None else hint)
     return r
 
 

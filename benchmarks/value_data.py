@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -43,7 +44,7 @@ async def run_all(tasks: list[tuple[str, Task]], policies: list[str], run_id: st
 
     async def one(i: int, task: Task, k: int) -> EpisodeRecord:
         async with sem:
-            cfg = EpisodeConfig(**{**config.__dict__, "seed": seed + i, "run_id": f"{run_id}-p{k}"})
+            cfg = replace(config, seed=seed + i, run_id=f"{run_id}-p{k}")
             return await run_episode(task, make_policy(policies[k], seed=seed + i), cfg)
 
     jobs = [[one(i, task, k) for i, (_, task) in enumerate(tasks)] for k in range(len(policies))]
