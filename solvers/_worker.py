@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import ctypes
+import errno
 import gc
 import json
 import os
@@ -51,6 +52,61 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 def _prctl(option: int, arg: int) -> None:
     _libc.prctl(option, arg, 0, 0, 0)
+
+
+# The calls may not push input into a terminal (TIOCSTI, TIOCLINUX: out-of-sandbox command
+# execution through a shared terminal) and may make system calls only in the machine's native ABI
+# (a 32-bit or x32 call could dodge the ioctl check). Refused by a seccomp filter the worker
+# installs on itself, which every call inherits; this is what lets the worker stay in its
+# parent's session instead of starting one of its own (see _autogroup_takes_nice for why that
+# matters). Per machine: (audit arch, number of ioctl).
+NATIVE_ABIS = {"x86_64": (0xC000003E, 16), "aarch64": (0xC00000B7, 29)}
+TERMINAL_INPUT_IOCTLS = (0x5412, 0x541C)  # TIOCSTI, TIOCLINUX
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06
+_SECCOMP_ALLOW, _SECCOMP_KILL_PROCESS, _SECCOMP_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
+_X32_SYSCALL_BIT = 0x40000000
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def terminal_filter(audit_arch: int, ioctl_nr: int) -> bytes:
+    """The classic-BPF seccomp program (struct sock_filter entries: code, jt, jf, k). It reads
+    struct seccomp_data: nr at offset 0, arch at 4, the low 32 bits of args[1] at 24 (the kernel
+    takes an ioctl's request as 32 bits, so the high half cannot hide one)."""
+    program = [
+        (_BPF_LD_W_ABS, 0, 0, 4),
+        (_BPF_JEQ_K, 1, 0, audit_arch),
+        (_BPF_RET_K, 0, 0, _SECCOMP_KILL_PROCESS),  # a foreign ABI: the process dies
+        (_BPF_LD_W_ABS, 0, 0, 0),
+        (_BPF_JGE_K, 6, 0, _X32_SYSCALL_BIT),  # x32 numbers: killed (index 11)
+        (_BPF_JEQ_K, 0, 3, ioctl_nr),  # not an ioctl: allowed (index 9)
+        (_BPF_LD_W_ABS, 0, 0, 24),
+        (_BPF_JEQ_K, 2, 0, TERMINAL_INPUT_IOCTLS[0]),  # refused with EPERM (index 10)
+        (_BPF_JEQ_K, 1, 0, TERMINAL_INPUT_IOCTLS[1]),
+        (_BPF_RET_K, 0, 0, _SECCOMP_ALLOW),
+        (_BPF_RET_K, 0, 0, _SECCOMP_ERRNO | errno.EPERM),
+        (_BPF_RET_K, 0, 0, _SECCOMP_KILL_PROCESS),
+    ]
+    return b"".join(struct.pack("=HBBI", *op) for op in program)
+
+
+def _refuse_terminal_input() -> str:
+    """Installs terminal_filter on this process; '' when done, else why not."""
+    abi = NATIVE_ABIS.get(os.uname().machine)
+    if abi is None:
+        return f"no seccomp filter for machine {os.uname().machine}"
+    code = terminal_filter(*abi)
+    buf = ctypes.create_string_buffer(code, len(code))
+    prog = _SockFprog(len(code) // 8, ctypes.addressof(buf))
+    ulong = ctypes.c_ulong
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, ulong(1), ulong(0), ulong(0), ulong(0)) != 0:
+        return f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(ctypes.get_errno())}"
+    if _libc.prctl(PR_SET_SECCOMP, ulong(SECCOMP_MODE_FILTER), ctypes.byref(prog), ulong(0), ulong(0)) != 0:
+        return f"prctl(PR_SET_SECCOMP): {os.strerror(ctypes.get_errno())}"
+    return ""
 
 
 def _read_exact(fd: int, n: int) -> bytes | None:
@@ -630,15 +686,19 @@ def _warm_translator(root: str) -> None:
 
 
 def _autogroup_takes_nice(tries: int = 10) -> None:
-    """Give this worker's scheduling group the worker's nice value.
+    """Give this worker's scheduling group the worker's nice value; only for a worker in a
+    session of its own (where no seccomp filter could be installed: see _refuse_terminal_input).
 
     With the kernel's autogroups on (/proc/sys/kernel/sched_autogroup_enabled, the default of most
-    distributions), each session is a scheduling group weighted as nice 0 whatever the nice of its
-    processes: a worker started at nice 19 in a session of its own would take as much CPU as the
-    whole session of the service that started it (its decision replicas included). So the worker
-    sets its group's nice to its own, and its calls stay in that group (a process group, not a new
-    session). Best effort: no autogroups, or a write refused, leaves things as they were; the
-    kernel lets an unprivileged process do this ten times a second machine-wide, hence the tries."""
+    distributions, for processes in the root cgroup), each session is a scheduling group weighted
+    as nice 0 whatever the nice of its processes. A worker in a session of its own would take as
+    much CPU as the whole session of the service that started it, and even at the group's nice 19
+    its calls are scheduled as a group beside the service's, not below it: a decision replica that
+    wakes waits out the group's time slice, where in one group the idle scheduling class of the
+    plan runner's calls yields to it at once. So a worker stays in its parent's session when it
+    can; when it cannot, its group takes the worker's nice. Best effort: no autogroups, or a write
+    refused, leaves things as they were; the kernel lets an unprivileged process do this ten times
+    a second machine-wide, hence the tries."""
     nice = os.getpriority(os.PRIO_PROCESS, 0)
     if nice <= 0 or not os.path.exists("/proc/self/autogroup"):
         return
@@ -653,9 +713,22 @@ def _autogroup_takes_nice(tries: int = 10) -> None:
             return
 
 
+def _confine_session(config: dict) -> None:
+    """The worker's calls may not reach a terminal: by the seccomp filter in the parent's session
+    (config "shared_session"; exit 3 if it cannot be installed), else by a session of its own,
+    which its pool started it in."""
+    if not config.get("shared_session"):
+        _autogroup_takes_nice()
+        return
+    why = _refuse_terminal_input()
+    if why:
+        os.write(2, f"cannot confine the solver calls' terminal access: {why}\n".encode())
+        sys.exit(3)
+
+
 def main() -> None:
-    _autogroup_takes_nice()
     config = json.loads(sys.argv[1])
+    _confine_session(config)
     root = config["root"]
     proto_in, proto_out = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)

@@ -19,12 +19,14 @@ import select
 import signal
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 from solvers import locate
+from solvers._worker import NATIVE_ABIS
 from solvers.errors import InfraError
 from solvers.limits import Limits
 from solvers.planners import planners
@@ -62,6 +64,15 @@ class WorkerTimeout(WorkerError):
     """The worker gave no answer before the call's deadline (it is then killed)."""
 
 
+def shares_session() -> bool:
+    """Whether workers stay in this process's session (one scheduling group with it, see
+    solvers/_worker.py _autogroup_takes_nice): where their seccomp filter can refuse terminal
+    input (Linux on a machine the filter knows; HALO_SOLVER_OWN_SESSION=1 opts out)."""
+    if os.environ.get("HALO_SOLVER_OWN_SESSION", "") == "1":
+        return False
+    return sys.platform == "linux" and os.uname().machine in NATIVE_ABIS
+
+
 def _ro_paths() -> list[str]:
     _, runtime_dirs = python_runtime()
     paths = list(runtime_dirs) + [str(WORKER_SCRIPT.resolve()), str(CHECK_MODULE.resolve())]
@@ -81,8 +92,9 @@ class Worker:
         exe, _ = python_runtime()
         fd_bin = locate.fd_bin()
         self._own_root: str | None = None
+        shared = shares_session()
         if level == "bwrap":
-            root, prefix = SANDBOX_WORK_ROOT, bwrap_argv(_ro_paths())
+            root, prefix = SANDBOX_WORK_ROOT, bwrap_argv(_ro_paths(), new_session=not shared)
         else:
             self._own_root = root = tempfile.mkdtemp(prefix="halo-worker-")
             prefix = []
@@ -94,15 +106,17 @@ class Worker:
                   # What calls must still reach as that uid (else they keep root, and it is said).
                   "reach": _ro_paths(),
                   # A one-shot process makes one call: warming the translator would cost, not save.
-                  "warm_up": os.environ.get("HALO_SOLVER_WARM_UP", "1") != "0"}
+                  "warm_up": os.environ.get("HALO_SOLVER_WARM_UP", "1") != "0",
+                  # In this process's session, behind the worker's seccomp filter (solvers/_worker.py).
+                  "shared_session": shared}
         # -s -S -P: no user site, no site-packages, no script dir on sys.path. Not -I, which would
         # also ignore PYTHONHASHSEED: a fixed seed makes the translator's output (and so the
         # plans) the same in every worker, run after run.
         argv = prefix + [exe, "-s", "-S", "-P", str(WORKER_SCRIPT.resolve()), json.dumps(config)]
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  (lives as long as the worker)
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                     start_new_session=True, env=dict(scrubbed_env(), PYTHONHASHSEED="0"),
-                                     cwd="/", close_fds=True)
+                                     start_new_session=not shared, process_group=0 if shared else None,
+                                     env=dict(scrubbed_env(), PYTHONHASHSEED="0"), cwd="/", close_fds=True)
         self.calls = 0
         try:
             hello = self._read(time.monotonic() + START_TIMEOUT_S)

@@ -6,8 +6,9 @@ Levels, strongest first:
             the Python runtime, the planner files), a private tmpfs /tmp wiped after every call,
             dies with its parent; each call's child also gets the rlimits below.
   "rlimits" no bubblewrap here: each call's child gets its own directory, a scrubbed
-            environment, RLIMIT_CPU/AS/FSIZE/NOFILE/CORE, its own session, and a wall-clock kill
-            of its process group; the worker is a child subreaper and kills what a call left.
+            environment, RLIMIT_CPU/AS/FSIZE/NOFILE/CORE, its own process group and a wall-clock
+            kill of it, and the worker's seccomp filter (no terminal input, native ABI only:
+            solvers/_worker.py); the worker is a child subreaper and kills what a call left.
   "none"    no limits at all (benchmarks only: the baseline of the sandbox-overhead ratio).
 
 `run(argv, files=..., limits=...)` runs one command through that machinery. Arguments are a
@@ -107,10 +108,12 @@ def call_uid() -> int | None:
     return int(raw) or None
 
 
-def bwrap_argv(ro_paths: list[str], *, chdir: str = SANDBOX_WORK_ROOT) -> list[str]:
-    """The bubblewrap prefix: nothing shared but read-only system and runtime paths."""
-    argv = [bwrap_path() or "bwrap", *_unshare_flags(), "--die-with-parent", "--new-session",
-            "--ro-bind", "/usr", "/usr"]
+def bwrap_argv(ro_paths: list[str], *, chdir: str = SANDBOX_WORK_ROOT, new_session: bool = True) -> list[str]:
+    """The bubblewrap prefix: nothing shared but read-only system and runtime paths. Without
+    `new_session` the sandbox stays in the caller's session: only for a command that refuses
+    terminal input itself (the solver worker's seccomp filter)."""
+    argv = [bwrap_path() or "bwrap", *_unshare_flags(), "--die-with-parent",
+            *(["--new-session"] if new_session else []), "--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib64", "lib32", "libx32"):
         path = Path("/", name)
         if path.is_symlink():

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import socket
 import threading
 import time
@@ -207,3 +209,52 @@ def test_a_worker_that_died_while_idle_is_replaced(bw_domain, bw_problem):
                     os.kill(proc.pid, signal.SIGKILL)
     time.sleep(0.2)
     assert solvers.plan(bw_domain, bw_problem).ok
+
+
+SHARED_SESSION = pool.shares_session()
+TERMINAL_PROBE = """
+import errno, fcntl, os, termios
+for name in ("TIOCSTI", "TCGETS"):
+    try:
+        fcntl.ioctl(0, getattr(termios, name), bytes(64) if name == "TCGETS" else b"x")
+        print(name, "allowed")
+    except OSError as exc:
+        print(name, errno.errorcode[exc.errno])
+print("autogroup", open("/proc/self/autogroup").read().strip() if os.path.exists("/proc/self/autogroup") else "-")
+"""
+
+
+def _autogroup() -> str:
+    path = Path("/proc/self/autogroup")
+    return path.read_text().strip() if path.exists() else "-"
+
+
+@pytest.mark.skipif(not SHARED_SESSION, reason="the seccomp filter knows only Linux x86_64 and aarch64")
+def test_calls_cannot_push_input_into_a_terminal_and_share_the_callers_scheduling_group():
+    lines = py(TERMINAL_PROBE).output.splitlines()
+    # The filter answers EPERM before the kernel looks at the descriptor (a pipe: ENOTTY), while
+    # every other ioctl reaches the kernel as before.
+    assert lines[:2] == ["TIOCSTI EPERM", "TCGETS ENOTTY"], lines
+    # No session of its own: the calls are one scheduling group with this process (autogroups).
+    assert lines[2] == f"autogroup {_autogroup()}"
+
+
+@pytest.mark.skipif(not SHARED_SESSION or os.uname().machine != "x86_64", reason="x32 system calls are x86_64's")
+def test_a_call_in_another_abi_is_killed():
+    x32_getpid = 0x40000000 | 39
+    result = py(f"import ctypes\nprint('before', flush=True)\nctypes.CDLL(None).syscall({x32_getpid})\nprint('after')")
+    assert result.returncode == -signal.SIGSYS and result.output == "before\n", result
+
+
+def test_a_worker_told_to_keep_its_own_session_still_runs_calls(monkeypatch):
+    monkeypatch.setenv("HALO_SOLVER_OWN_SESSION", "1")
+    own = pool.WorkerPool(solvers.sandbox_level(), size=1)
+    try:
+        result = own.call({"kind": "exec", "argv": [PYTHON, "-I", "-S", "-c", TERMINAL_PROBE]})
+    finally:
+        own.close()
+    assert result.returncode == 0, result
+    lines = result.output.splitlines()
+    assert lines[0] != "TIOCSTI EPERM"  # no filter: terminal input is kept away by the session alone
+    if _autogroup() != "-":
+        assert lines[2] != f"autogroup {_autogroup()}"
