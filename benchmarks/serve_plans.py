@@ -8,9 +8,10 @@ the sandbox). First /v1/decide alone: a probe sends one decision every --probe-g
 as PlanClient.wait() follows a job (a poll when the service's Retry-After says the next step is
 due, backing off up to 3 s while it is overdue);
 submissions refused with 429/503 are retried after Retry-After with the same key, as the client
-does. The clients and the probe stand for callers on other machines: each runs in a process and
-session of its own (see _own_session), the jobs' clients in the idle scheduling class
-(`--clients-normal`: the normal class; see _elsewhere).
+does. The clients and the probe stand for callers on other machines: each runs in a process of
+its own, the probe in a session of its own (see _own_session), the jobs' clients in the idle
+scheduling class in the service's session (`--clients-normal`: the normal class in a session of
+their own; see _elsewhere).
 Reported: jobs/s (jobs over the wall time from the first submission to the last end), outcomes,
 LLM calls and dollars against the jobs' budgets, the runner's LLM gate (calls, tokens).
 Targets (95% bounds, benchmarks/bounds.py):
@@ -110,20 +111,24 @@ async def probe(host: str, port: int, gap_s: float, stop: Any, out: list[float],
 
 
 def _own_session() -> None:
-    """The benchmark's clients stand for callers on other machines: each client process starts a
-    session of its own, so that with the kernel's autogroups on, their CPU is not scheduled inside
-    the service's group (Ray's processes run in the benchmark's session) and the service's own
-    priorities (the plan runner below the replicas) are what decides."""
+    """A client process in the normal scheduling class starts a session of its own, so that with
+    the kernel's autogroups on, its CPU is not scheduled inside the service's group (Ray's
+    processes run in the benchmark's session) and the service's own priorities (the plan runner
+    below the replicas) are what decides there."""
     os.setsid()
 
 
 def _elsewhere() -> None:
     """The plan jobs' 200 clients would not run on the service's node at all: in the idle
     scheduling class their polling takes only CPU time the service leaves, instead of competing
-    with the replicas as an equal (the probe keeps the normal class: its latency is the figure)."""
-    _own_session()
+    with the replicas as an equal (the probe keeps the normal class: its latency is the figure).
+    In the service's session: with the kernel's autogroups, a session of their own would be a
+    scheduling group beside the service's, whose time slice a replica that wakes must wait out
+    whatever the class of the processes in it (perf sched showed it; solvers/_worker.py)."""
     if hasattr(os, "SCHED_IDLE"):
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    else:
+        _own_session()
 
 
 def _probe_process(host: str, port: int, gap_s: float, stop: Any, results: Any) -> None:
