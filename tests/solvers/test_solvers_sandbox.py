@@ -250,7 +250,8 @@ def test_a_worker_told_to_keep_its_own_session_still_runs_calls(monkeypatch):
     monkeypatch.setenv("HALO_SOLVER_OWN_SESSION", "1")
     own = pool.WorkerPool(solvers.sandbox_level(), size=1)
     try:
-        result = own.call({"kind": "exec", "argv": [PYTHON, "-I", "-S", "-c", TERMINAL_PROBE]})
+        result = own.call({"kind": "exec", "argv": [PYTHON, "-I", "-S", "-c", TERMINAL_PROBE]}, files={},
+                          limits=Limits())
     finally:
         own.close()
     assert result.returncode == 0, result
