@@ -715,10 +715,12 @@ def _autogroup_takes_nice(tries: int = 10) -> None:
 
 def _confine_session(config: dict) -> None:
     """The worker's calls may not reach a terminal: by the seccomp filter in the parent's session
-    (config "shared_session"; exit 3 if it cannot be installed), else by a session of its own,
-    which its pool started it in."""
+    (config "shared_session" and "terminal_filter"; exit 3 if it cannot be installed), else by a
+    session of its own, which its pool started it in. Level "none" asks for neither."""
     if not config.get("shared_session"):
         _autogroup_takes_nice()
+        return
+    if not config.get("terminal_filter"):
         return
     why = _refuse_terminal_input()
     if why:

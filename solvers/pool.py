@@ -107,8 +107,9 @@ class Worker:
                   "reach": _ro_paths(),
                   # A one-shot process makes one call: warming the translator would cost, not save.
                   "warm_up": os.environ.get("HALO_SOLVER_WARM_UP", "1") != "0",
-                  # In this process's session, behind the worker's seccomp filter (solvers/_worker.py).
-                  "shared_session": shared}
+                  # In this process's session, behind the worker's seccomp filter (solvers/_worker.py);
+                  # level "none" (the benchmarks' baseline) confines nothing, the filter included.
+                  "shared_session": shared, "terminal_filter": shared and level != "none"}
         # -s -S -P: no user site, no site-packages, no script dir on sys.path. Not -I, which would
         # also ignore PYTHONHASHSEED: a fixed seed makes the translator's output (and so the
         # plans) the same in every worker, run after run.

@@ -259,3 +259,9 @@ def test_a_worker_told_to_keep_its_own_session_still_runs_calls(monkeypatch):
     assert lines[0] != "TIOCSTI EPERM"  # no filter: terminal input is kept away by the session alone
     if _autogroup() != "-":
         assert lines[2] != f"autogroup {_autogroup()}"
+
+
+def test_level_none_confines_nothing_not_even_terminal_input():
+    # "none" is the benchmarks' baseline of the sandbox's overhead: no filter either.
+    result = pool.run([PYTHON, "-I", "-S", "-c", TERMINAL_PROBE], level="none")
+    assert result.output.splitlines()[0] == "TIOCSTI ENOTTY", result
