@@ -59,7 +59,7 @@ def _prctl(option: int, arg: int) -> None:
 # (a 32-bit or x32 call could dodge the ioctl check). Refused by a seccomp filter the worker
 # installs on itself, which every call inherits; this is what lets the worker stay in its
 # parent's session instead of starting one of its own (see _autogroup_takes_nice for why that
-# matters). Per machine: (audit arch, number of ioctl).
+# matters). Per machine: (audit arch, number of ioctl); solvers/pool.py FILTER_MACHINES names them.
 NATIVE_ABIS = {"x86_64": (0xC000003E, 16), "aarch64": (0xC00000B7, 29)}
 TERMINAL_INPUT_IOCTLS = (0x5412, 0x541C)  # TIOCSTI, TIOCLINUX
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2

@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 from solvers import locate
-from solvers._worker import NATIVE_ABIS
 from solvers.errors import InfraError
 from solvers.limits import Limits
 from solvers.planners import planners
@@ -64,13 +63,18 @@ class WorkerTimeout(WorkerError):
     """The worker gave no answer before the call's deadline (it is then killed)."""
 
 
+# The machines solvers/_worker.py has a seccomp filter for (its NATIVE_ABIS; a test keeps the two
+# equal): importing the worker script here would cost every one-shot `halo solve` its ctypes import.
+FILTER_MACHINES = ("x86_64", "aarch64")
+
+
 def shares_session() -> bool:
     """Whether workers stay in this process's session (one scheduling group with it, see
     solvers/_worker.py _autogroup_takes_nice): where their seccomp filter can refuse terminal
     input (Linux on a machine the filter knows; HALO_SOLVER_OWN_SESSION=1 opts out)."""
     if os.environ.get("HALO_SOLVER_OWN_SESSION", "") == "1":
         return False
-    return sys.platform == "linux" and os.uname().machine in NATIVE_ABIS
+    return sys.platform == "linux" and os.uname().machine in FILTER_MACHINES
 
 
 def _ro_paths() -> list[str]:

@@ -265,3 +265,9 @@ def test_level_none_confines_nothing_not_even_terminal_input():
     # "none" is the benchmarks' baseline of the sandbox's overhead: no filter either.
     result = pool.run([PYTHON, "-I", "-S", "-c", TERMINAL_PROBE], level="none")
     assert result.output.splitlines()[0] == "TIOCSTI ENOTTY", result
+
+
+def test_the_pool_knows_the_machines_the_worker_has_a_filter_for():
+    from solvers import _worker
+
+    assert set(pool.FILTER_MACHINES) == set(_worker.NATIVE_ABIS)
