@@ -724,7 +724,8 @@ def _confine_session(config: dict) -> None:
         return
     why = _refuse_terminal_input()
     if why:
-        os.write(2, f"cannot confine the solver calls' terminal access: {why}\n".encode())
+        os.write(2, f"cannot confine the solver calls' terminal access: {why} (HALO_SOLVER_OWN_SESSION=1 "
+                    "starts the workers in a session of their own instead)\n".encode())
         sys.exit(3)
 
 

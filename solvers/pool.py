@@ -126,8 +126,9 @@ class Worker:
         try:
             hello = self._read(time.monotonic() + START_TIMEOUT_S)
         except WorkerError as exc:
+            tail = self.stderr_tail()  # before kill(), which closes the file
             self.kill()
-            raise WorkerError(f"solver worker failed to start ({level}): {exc}; {self.stderr_tail()}") from None
+            raise WorkerError(f"solver worker failed to start ({level}): {exc}; {tail}") from None
         self.pid = hello.get("pid")
         self.call_uid: int | None = hello.get("call_uid")
         self.drop_error: str = hello.get("drop_error") or ""

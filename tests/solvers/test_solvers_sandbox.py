@@ -271,3 +271,24 @@ def test_the_pool_knows_the_machines_the_worker_has_a_filter_for():
     from solvers import _worker
 
     assert set(pool.FILTER_MACHINES) == set(_worker.NATIVE_ABIS)
+
+
+@pytest.mark.skipif(not SHARED_SESSION, reason="the seccomp filter knows only Linux x86_64 and aarch64")
+def test_a_kernel_that_refuses_the_filter_is_a_worker_start_failure_that_says_what_to_do(monkeypatch, tmp_path):
+    worker = tmp_path / "_worker.py"
+    refusal = "def _refuse_terminal_input():\n    return 'prctl(PR_SET_SECCOMP): refused for the test'\n\n\n"
+    source = pool.WORKER_SCRIPT.read_text()
+    assert source.count('if __name__ == "__main__":') == 1
+    worker.write_text(source.replace('if __name__ == "__main__":', refusal + 'if __name__ == "__main__":'))
+    check = tmp_path / "pddl_check.py"  # the worker loads the check from beside itself
+    check.write_text(pool.CHECK_MODULE.read_text())
+    monkeypatch.setattr(pool, "WORKER_SCRIPT", worker)
+    monkeypatch.setattr(pool, "CHECK_MODULE", check)
+    refused = pool.WorkerPool(solvers.sandbox_level(), size=1)
+    try:
+        result = refused.call({"kind": "exec", "argv": [PYTHON, "-I", "-S", "-c", "print('ran')"]}, files={},
+                              limits=Limits())
+    finally:
+        refused.close()
+    assert result.returncode is None and "ran" not in result.output
+    assert "refused for the test" in result.error and "HALO_SOLVER_OWN_SESSION=1" in result.error, result
