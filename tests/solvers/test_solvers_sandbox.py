@@ -194,9 +194,6 @@ def test_a_call_that_kills_its_worker_is_a_crash_and_the_next_call_works(bw_doma
 
 
 def test_a_worker_that_died_while_idle_is_replaced(bw_domain, bw_problem):
-    import os
-    import signal
-
     import psutil
 
     from solvers.pool import get_pool
