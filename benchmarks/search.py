@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", required=True, help="a generated set, gen:DIR, holding hard and extreme tasks")
     ap.add_argument("--per-level", type=int, default=400)
     ap.add_argument("--greedy", default="rules+scripted")
-    ap.add_argument("--search", default="search:prior=rules+scripted,width=3,max_calls=16")
+    ap.add_argument("--search", default="search:prior=rules+scripted,width=3,max_calls=20")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--concurrency", type=int, default=4)
     args = ap.parse_args(argv)

@@ -65,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--tasks", required=True)
     ap.add_argument("--episodes", type=int, default=60)
     ap.add_argument("--greedy", default="rules+scripted")
-    ap.add_argument("--search", default="search:prior=rules+scripted,width=3,max_calls=16")
+    ap.add_argument("--search", default="search:prior=rules+scripted,width=3,max_calls=20")
     ap.add_argument("--concurrency", type=int, default=4)
     job = ap.add_argument_group("--job: rollout jobs in real time under one LLM budget")
     job.add_argument("--job", action="store_true")

@@ -33,7 +33,7 @@ from rollout.sim import SimConfig  # noqa: E402
 from rollout.store import TrajectoryStore  # noqa: E402
 from rollout.tasks import Task  # noqa: E402
 
-DEFAULT_POLICIES = "rules+scripted;search:prior=rules+scripted,width=3,max_calls=16"
+DEFAULT_POLICIES = "rules+scripted;search:prior=rules+scripted,width=3,max_calls=20"
 
 
 async def run_all(tasks: list[tuple[str, Task]], policies: list[str], run_id: str, seed: int,

@@ -1,5 +1,5 @@
 """Search over agent choices: `search:prior=SPEC,width=W,max_calls=N[,value=DIR][,value_weight=X][,wall_s=S]
-[,checks=K][,parallel=P]`.
+[,checks=K][,parallel=P][,memory=0|1]`.
 
 A best-first search over the refinement loop's agent choices, on forks of the episode's
 environment (rollout/loop/env.py). A node is the episode after some steps; its children are the
@@ -10,7 +10,10 @@ plan the validator rejects < an accepted plan), how deep they are, and the rank 
 child; with `value=DIR`, also by a value model's estimate of the chance the episode ends in
 oracle success from the node's state (rollout/policies/search_value.py: `value_weight` times the
 estimate is added). A child that changed nothing or reached a state seen before is pruned: the search goes on
-from the parent with its next choice, so a wasted call does not also spend a step. Before
+from the parent with its next choice, so a wasted call does not also spend a step. With `memory=1` (the
+default) a node's next child is the first of its ranked agents that has changed nothing least
+often in this episode at a state showing the same symptom (an agent that found nothing to fix
+there tends to find nothing again), not simply the next in rank. Before
 accepting a plan, the search spends up to `checks` calls (default 2, 0: none) on independent
 checks of the accepted PDDL against the task's words, where the world offers them; a check that
 flags the PDDL sends the node to the agents it points at instead of accepting. The first accepted node that
@@ -39,6 +42,7 @@ A search policy used outside an episode (`decide` on a lone state) decides as it
 from __future__ import annotations
 
 import asyncio
+import collections
 import heapq
 import itertools
 import time
@@ -54,7 +58,7 @@ from rollout.policies.scripted import DEFAULT_RULES, symptom
 from rollout.policies.search_value import ValueEstimator, load_value
 from solvers.params import SpecError, read_pairs, read_params
 
-SEARCH_KEYS = ("prior", "width", "max_calls", "value", "value_weight", "wall_s", "checks", "parallel")
+SEARCH_KEYS = ("prior", "width", "max_calls", "value", "value_weight", "wall_s", "checks", "parallel", "memory")
 DEPTH_BONUS = 0.3  # a node one step deeper at the same verdict goes first (the search dives)
 RANK_PENALTY = 0.5  # each rank down the prior's list costs this much priority
 DEFAULT_VALUE_WEIGHT = 1.0  # value=DIR: priority gained per unit of estimated success (search_value.py)
@@ -72,12 +76,13 @@ def _positive(value: float) -> str:
 class SearchSpec:
     prior: str = "rules+scripted"
     width: int = field(default=3, metadata={"ge": 1})
-    max_calls: int = field(default=16, metadata={"ge": 1})
+    max_calls: int = field(default=20, metadata={"ge": 1})  # twice the loop's ten-step limit
     value: str | None = None  # a value model's directory (rollout/policies/search_value.py); None: none
     value_weight: float = field(default=DEFAULT_VALUE_WEIGHT, metadata={"check": _positive})
     wall_s: float = field(default=300.0, metadata={"check": _positive})
     checks: int = field(default=2, metadata={"ge": 0})
     parallel: int = field(default=1, metadata={"ge": 1})  # children expanded at once
+    memory: int = field(default=1, metadata={"ge": 0, "le": 1})  # 1: agents that changed nothing go last
 
 
 def parse_search_spec(text: str) -> SearchSpec:
@@ -236,7 +241,8 @@ class SearchPolicy(Policy):
         self.concurrent = concurrent
         self.name = f"search[{prior.name}]"
         parallel = f"-p{spec.parallel}" if spec.parallel > 1 else ""
-        self.version = f"w{spec.width}-c{spec.max_calls}-k{spec.checks}{parallel}-{prior.version}"
+        memory = "-m" if spec.memory else ""
+        self.version = f"w{spec.width}-c{spec.max_calls}-k{spec.checks}{parallel}{memory}-{prior.version}"
         if value is not None:
             self.version += f"-v{value.name}@{value.version}x{spec.value_weight:g}"
         self.decides_inline = prior.decides_inline
@@ -286,6 +292,8 @@ class _Search:
         self.flagged: set[tuple[str, str, str]] = set()  # accepted states an acceptance check flagged
         self.deadline = time.monotonic() + self.spec.wall_s
         self.values: dict[tuple[str, str, str], float] = {}  # the value model's estimates, per state
+        # (symptom, agent) -> how often that agent changed nothing at a state showing that symptom
+        self.futile: collections.Counter[tuple[str, int]] = collections.Counter()
 
     def out_of_budget(self) -> bool:
         return self.tree.llm_calls >= self.spec.max_calls or time.monotonic() >= self.deadline
@@ -359,7 +367,7 @@ class _Search:
             if units and self.tree.llm_calls + reserved + cost > self.spec.max_calls:
                 self._push(node)
                 break
-            decision = node.candidates.pop(0)
+            decision = self._take(node)
             branch, node.taken = node.taken, node.taken + 1
             self._push(node)  # back in the frontier for its next child, if it has one
             env = node.env.fork(resample=branch)  # each child's calls are samples of their own
@@ -367,6 +375,25 @@ class _Search:
             units.append(_Unit(node, env, decision, branch, checked))
             reserved += cost
         return units
+
+    def _take(self, node: _Node) -> Decision:
+        """The node's next child: the first in rank order, or with `memory=1` the first whose agent
+        has changed nothing least often in this episode at a state of the same symptom (an agent
+        that found nothing to fix there is likely to find nothing again). The prior's decision
+        cost, carried by the first candidate, goes with whichever child is taken first."""
+        candidates = node.candidates
+        assert candidates
+        index = 0
+        if self.spec.memory and self.futile:
+            sym = symptom(node.state)
+            index = min(range(len(candidates)), key=lambda i: (self.futile[(sym, candidates[i].agent_id)], i))
+        decision = candidates.pop(index)
+        if index and candidates[0].llm_calls:
+            first = candidates[0]
+            decision = replace(decision, llm_calls=first.llm_calls, tokens_in=first.tokens_in,
+                               tokens_out=first.tokens_out, cost_usd=first.cost_usd)
+            candidates[0] = replace(first, llm_calls=0, tokens_in=0, tokens_out=0, cost_usd=0.0)
+        return decision
 
     async def _run_units(self, units: list[_Unit]) -> None:
         """Run the launched children: concurrently (each in its own asyncio task, under the job's
@@ -414,6 +441,8 @@ class _Search:
             self.failed_end = self.failed_end or node
             return None
         state = _seen_state(env)
+        if _state_key(state) == _state_key(unit.node.state):
+            self.futile[(symptom(unit.node.state), unit.decision.agent_id)] += 1
         if _state_key(state) in self.seen:
             return None  # pruned: the step changed nothing, or reached a state already explored
         self.seen.add(_state_key(state))

@@ -186,3 +186,59 @@ def test_halo_episode_takes_a_search_spec_and_shows_the_tree() -> None:
     bad = CliRunner().invoke(app, ["episode", "--task", "planbench/depots/instance-14", "--tasks",
                                    "planbench:depots:20", "--policy", "search:width=0"])
     assert bad.exit_code != 0 and "width must be >= 1, got '0'" in bad.output and "Traceback" not in bad.output
+
+
+# ---------------------------------------------------------------------------------- memory
+
+def _futile_repeats(record: EpisodeRecord) -> int:
+    """Steps whose agent had already changed nothing at a state of the same symptom and again changed nothing."""
+    from collections import Counter
+
+    from rollout.core.state import EpisodeState
+    from rollout.policies.scripted import symptom
+
+    futile: Counter[tuple[str, int]] = Counter()
+    repeats = 0
+    for s in record.steps:
+        state = EpisodeState.from_json(s.state_json)
+        unchanged = (s.domain_after, s.problem_after, s.plan_after) == (state.domain, state.problem, state.plan)
+        if s.decided_by != "search" or not unchanged or not state.domain.strip():
+            continue
+        key = (symptom(state), s.agent_id)
+        repeats += futile[key] > 0
+        futile[key] += 1
+    return repeats
+
+
+def test_memory_tries_agents_that_changed_nothing_less_often(tasks: dict[str, Task]) -> None:
+    spec = "search:prior=rules+scripted,width=3,max_calls=24,memory={}"
+    runs = [(task, seed) for task in tasks.values() for seed in (0, 1)]
+    without = sum(_futile_repeats(_search(task, seed, spec.format(0))) for task, seed in runs)
+    with_memory = sum(_futile_repeats(_search(task, seed, spec.format(1))) for task, seed in runs)
+    assert without > 0 and with_memory < without, (with_memory, without)
+    assert parse_search_spec("memory=0").memory == 0 and SearchSpec().memory == 1
+    with pytest.raises(PolicySpecError, match="memory must be <= 1"):
+        make_policy("search:memory=2")
+
+
+def test_memory_takes_the_least_futile_child_and_carries_the_priors_cost(tasks: dict[str, Task]) -> None:
+    from rollout.core.decision import Decision
+    from rollout.policies.scripted import symptom
+    from rollout.policies.search import _Search
+
+    async def go() -> None:
+        env = RefinementEnv(SimAgents(FAST))
+        await env.reset(list(tasks.values())[0], 0)
+        policy = make_policy("search:prior=rules+scripted,memory=1")
+        run = _Search(policy, env)
+        ranked = [Decision(7, "search", llm_calls=1, tokens_in=50, tokens_out=5, cost_usd=0.01),
+                  Decision(9, "search"), Decision(10, "search")]
+        node = run._node(env, [], list(ranked))
+        run.futile[(symptom(node.state), 7)] = 1
+        taken = run._take(node)
+        assert (taken.agent_id, taken.llm_calls, taken.tokens_in, taken.cost_usd) == (9, 1, 50, 0.01)
+        assert [(d.agent_id, d.llm_calls) for d in node.candidates] == [(7, 0), (10, 0)]
+        assert run._take(node).agent_id == 10  # 7 changed nothing here once: last
+        env.close()
+
+    asyncio.run(go())
