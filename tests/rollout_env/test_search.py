@@ -4,16 +4,20 @@ infrastructure failures, and the dataset builder reading only the chosen path.""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from rollout.core.decision import Decision
+from rollout.core.state import EpisodeState
 from rollout.core.trajectory import EpisodeRecord
 from rollout.llm.errors import LLMConnectionError
 from rollout.loop.env import RefinementEnv
 from rollout.loop.episode import EpisodeConfig, run_episode
 from rollout.policies import PolicySpecError, make_policy, policy_specs
-from rollout.policies.search import SearchPolicy, SearchSpec, parse_search_spec
+from rollout.policies.scripted import symptom
+from rollout.policies.search import SearchPolicy, SearchSpec, _Search, parse_search_spec
 from rollout.sim import SimConfig
 from rollout.sim.backend import SimAgents
 from rollout.store import TrajectoryStore
@@ -192,11 +196,6 @@ def test_halo_episode_takes_a_search_spec_and_shows_the_tree() -> None:
 
 def _futile_repeats(record: EpisodeRecord) -> int:
     """Steps whose agent had already changed nothing at a state of the same symptom and again changed nothing."""
-    from collections import Counter
-
-    from rollout.core.state import EpisodeState
-    from rollout.policies.scripted import symptom
-
     futile: Counter[tuple[str, int]] = Counter()
     repeats = 0
     for s in record.steps:
@@ -222,10 +221,6 @@ def test_memory_tries_agents_that_changed_nothing_less_often(tasks: dict[str, Ta
 
 
 def test_memory_takes_the_least_futile_child_and_carries_the_priors_cost(tasks: dict[str, Task]) -> None:
-    from rollout.core.decision import Decision
-    from rollout.policies.scripted import symptom
-    from rollout.policies.search import _Search
-
     async def go() -> None:
         env = RefinementEnv(SimAgents(FAST))
         await env.reset(list(tasks.values())[0], 0)
