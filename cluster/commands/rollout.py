@@ -119,11 +119,13 @@ def run_job(job: RolloutJob, address: str | None, *, dashboard: bool) -> Rollout
 
     typer.echo(f"run {job.run_id}: {len(job.specs)} episodes over {len(job.tasks)} tasks -> {job.store.url}",
                err=True)
+    summary: RolloutSummary | None = None
     try:
         handle = start_or_join(address, dashboard=dashboard)
         previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # after Ray installed its own
         try:
-            return job.run()
+            summary = job.run()
+            return summary
         except LeaseHeld as exc:  # another writer won the race for the run's lease
             raise Busy(str(exc)) from exc
         except ValueError as exc:  # e.g. the run exists with other arguments
@@ -131,8 +133,10 @@ def run_job(job: RolloutJob, address: str | None, *, dashboard: bool) -> Rollout
         finally:
             signal.signal(signal.SIGTERM, previous)
             shutdown(handle)
-    except KeyboardInterrupt as exc:  # Ctrl-C before the job's own loop took over
-        typer.echo("interrupted before any episode ran; nothing was committed", err=True)
+    except KeyboardInterrupt as exc:
+        if summary is not None:  # Ctrl-C while Ray went down: the job had already ended and said how
+            return summary
+        typer.echo("interrupted before any episode ran; nothing was committed", err=True)  # before the job's loop
         raise typer.Exit(EXIT_INTERRUPTED) from exc
 
 

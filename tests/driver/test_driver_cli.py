@@ -7,8 +7,14 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
+import pytest
+import typer
+
+import cluster.ray_cluster as ray_cluster
+from cluster.commands.rollout import run_job
 from rollout.store import TrajectoryStore
 
 HALO = str(Path(sys.executable).with_name("halo"))
@@ -16,8 +22,9 @@ HALO = str(Path(sys.executable).with_name("halo"))
 
 def test_ctrl_c_keeps_committed_episodes_and_rerun_resumes(tmp_path):
     store_dir = tmp_path / "store"
-    # Enough episodes that the job is still running when the first commit shows up (about 20/s here).
-    cmd = [HALO, "rollout", "--store", str(store_dir), "--tasks", "planbench:blocksworld:10", "--episodes", "200",
+    # Enough episodes that the job is still running when the first commit shows up: 200 were once
+    # enough, until a faster machine finished them while the signal was on its way.
+    cmd = [HALO, "rollout", "--store", str(store_dir), "--tasks", "planbench:blocksworld:10", "--episodes", "400",
            "--run-id", "ctrl-c", "--no-progress"]
     env = {**os.environ, "RAY_DEDUP_LOGS": "0"}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
@@ -38,7 +45,7 @@ def test_ctrl_c_keeps_committed_episodes_and_rerun_resumes(tmp_path):
     meta = store.read_run_meta("ctrl-c")
     assert meta.status == "interrupted"
     kept = store.episode_ids("ctrl-c")
-    assert 0 < len(kept) < 200
+    assert 0 < len(kept) < 400
     assert meta.episodes_committed == len(kept)
 
     rerun = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
@@ -47,7 +54,29 @@ def test_ctrl_c_keeps_committed_episodes_and_rerun_resumes(tmp_path):
     assert "SIMULATED" in rerun.stdout
     rows = store.read_table(["ctrl-c"], columns=["episode_id", "step"]).to_pylist()
     assert len(rows) == len({(r["episode_id"], r["step"]) for r in rows})
-    assert len({r["episode_id"] for r in rows}) == 200
+    assert len({r["episode_id"] for r in rows}) == 400
     assert store.read_run_meta("ctrl-c").status == "completed"
     listing = subprocess.run([HALO, "runs", "--store", str(store_dir)], capture_output=True, text=True, timeout=60)
-    assert "ctrl-c" in listing.stdout and "completed" in listing.stdout and "200/200" in listing.stdout
+    assert "ctrl-c" in listing.stdout and "completed" in listing.stdout and "400/400" in listing.stdout
+
+
+def test_ctrl_c_while_ray_goes_down_after_the_job_ended_keeps_the_jobs_own_answer(monkeypatch):
+    """The run was closed as completed; a Ctrl-C that lands during Ray's shutdown must not turn it
+    into "interrupted before any episode ran" with exit 130."""
+    def interrupted_shutdown(handle: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ray_cluster, "start_or_join", lambda address, dashboard: object())
+    monkeypatch.setattr(ray_cluster, "shutdown", interrupted_shutdown)
+    summary = types.SimpleNamespace(status="completed")
+    job = types.SimpleNamespace(run_id="late", specs=[1], tasks=[1], store=types.SimpleNamespace(url="mem://"),
+                                run=lambda: summary)
+    assert run_job(job, None, dashboard=False) is summary
+
+    def interrupted_run() -> None:
+        raise KeyboardInterrupt
+
+    job.run = interrupted_run
+    with pytest.raises(typer.Exit) as info:  # before the job had an answer: interrupted, as before
+        run_job(job, None, dashboard=False)
+    assert info.value.exit_code == 130
