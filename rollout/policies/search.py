@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import heapq
 import itertools
 import time
@@ -149,6 +150,11 @@ class _Node:
     def state(self) -> EpisodeState:
         return _seen_state(self.env)
 
+    @functools.cached_property
+    def shown_symptom(self) -> str:
+        """The scripted rules' name for the node's state (what `memory=1` keys on); a node's state never changes."""
+        return symptom(self.state)
+
     def priority(self) -> float:
         depth = len(self.path)
         return verdict_value(self.state) + DEPTH_BONUS * depth - RANK_PENALTY * self.taken
@@ -198,9 +204,14 @@ async def ranked_children(prior: Policy, state: EpisodeState, width: int) -> lis
     out = [_as_search(first, 0, prior.name)]
     out += [Decision(a, "search", reason=f"search: the prior's rank {r + 1}") for r, a in enumerate(ids[1:], 1)]
     # then the same choices again: new samples of the same agents (a call that changed nothing is pruned)
-    again = [replace(d, reason=d.reason + " (asked again)", llm_calls=0, tokens_in=0, tokens_out=0, cost_usd=0.0)
+    again = [replace(_free(d), reason=d.reason + " (asked again)")
              for d in out[:width]]  # the prior decided once: its cost is on the first child only
     return out[:width] + again
+
+
+def _free(decision: Decision) -> Decision:
+    """The decision without what deciding it cost (the prior is paid once per node)."""
+    return replace(decision, llm_calls=0, tokens_in=0, tokens_out=0, cost_usd=0.0)
 
 
 def _as_search(decision: Decision, rank: int, prior_name: str) -> Decision:
@@ -385,14 +396,14 @@ class _Search:
         assert candidates
         index = 0
         if self.spec.memory and self.futile:
-            sym = symptom(node.state)
+            sym = node.shown_symptom
             index = min(range(len(candidates)), key=lambda i: (self.futile[(sym, candidates[i].agent_id)], i))
         decision = candidates.pop(index)
         if index and candidates[0].llm_calls:
             first = candidates[0]
             decision = replace(decision, llm_calls=first.llm_calls, tokens_in=first.tokens_in,
                                tokens_out=first.tokens_out, cost_usd=first.cost_usd)
-            candidates[0] = replace(first, llm_calls=0, tokens_in=0, tokens_out=0, cost_usd=0.0)
+            candidates[0] = _free(first)
         return decision
 
     async def _run_units(self, units: list[_Unit]) -> None:
@@ -440,12 +451,12 @@ class _Search:
                 return node
             self.failed_end = self.failed_end or node
             return None
-        state = _seen_state(env)
-        if _state_key(state) == _state_key(unit.node.state):
-            self.futile[(symptom(unit.node.state), unit.decision.agent_id)] += 1
-        if _state_key(state) in self.seen:
+        key = _state_key(_seen_state(env))
+        if key == _state_key(unit.node.state):
+            self.futile[(unit.node.shown_symptom, unit.decision.agent_id)] += 1
+        if key in self.seen:
             return None  # pruned: the step changed nothing, or reached a state already explored
-        self.seen.add(_state_key(state))
+        self.seen.add(key)
         self._push(self._node(env, path))
         return None
 
