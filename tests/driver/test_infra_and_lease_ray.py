@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import time
 
 import pytest
 import ray
@@ -80,10 +81,10 @@ def test_a_second_writer_of_a_run_is_refused_and_nothing_is_stored_twice(tmp_pat
     thread.start()
     try:
         store = TrajectoryStore(tmp_path)
-        for _ in range(200):  # until the first job holds the lease
-            if first.lease is not None and first.lease.acquired_at:
-                break
+        deadline = time.monotonic() + 180  # Ray's start alone can take tens of seconds on a loaded machine
+        while not (first.lease is not None and first.lease.acquired_at) and time.monotonic() < deadline:
             threading.Event().wait(0.05)
+        assert first.lease is not None and first.lease.acquired_at, "the first job never took its lease"
         # refused whether it read the first writer's lease or raced its write (write-then-confirm)
         with pytest.raises(LeaseHeld, match="run two-writers (is being written|was taken) by another process"):
             RolloutJob(config).run()
