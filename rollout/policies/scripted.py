@@ -18,6 +18,8 @@ from rollout.policies.rules import is_syntax_error
 
 _DIAG = re.compile(r"\[([a-z_]+\.[a-z_]+)\]")
 _STEP = re.compile(r"step (\d+) \(([^)]*)\)")
+_PROBLEM_MISMATCH = re.compile(r"problem\.pddl:(\d+):(\d+): error: [^\n]*\[semantic\.type_mismatch\]")
+_PROBLEM_SECTIONS = ("(:objects", "(:init", "(:goal", "(:metric")
 
 # symptom -> candidate agents, tried in this order while the symptom persists
 DEFAULT_RULES: dict[str, tuple[AgentId, ...]] = {
@@ -26,6 +28,8 @@ DEFAULT_RULES: dict[str, tuple[AgentId, ...]] = {
     "syntax": (AgentId.SYNTAX_PDDL, AgentId.EMERGENCY),
     "unsupported": (AgentId.FAST_DOWNWARDS_ADAPTER, AgentId.DEEP_THINK_PDDL, AgentId.EMERGENCY),
     "type_error": (AgentId.TYPE_HIERARCHY_FIXER, AgentId.PREDICATE_GENERALIZER, AgentId.DEEP_THINK_PDDL),
+    # a goal atom whose arguments do not fit the predicate's types: most likely written the wrong way round
+    "goal_type_error": (AgentId.DEEP_THINK_CONSTRAINTS, AgentId.DEEP_THINK_PDDL, AgentId.EMERGENCY),
     "action_type_error": (AgentId.PREDICATE_GENERALIZER, AgentId.DEEP_THINK_PDDL, AgentId.TYPE_HIERARCHY_FIXER),
     "fluent_error": (AgentId.FAST_DOWNWARDS_ADAPTER, AgentId.DEEP_THINK_PDDL),
     "repeated_step": (AgentId.REDUNDANCY_STRIPPER, AgentId.ACTION_REORDERER, AgentId.VARIABLE_SWAPPER),
@@ -59,7 +63,9 @@ def symptom(state: EpisodeState, predicate_names: set[str] | None = None) -> str
     if is_syntax_error(state):
         return "syntax"
     if any("type_mismatch" in c or "type_cycle" in c or "undeclared_type" in c for c in codes):
-        return "action_type_error" if "validate.type_mismatch" in codes else "type_error"
+        if "validate.type_mismatch" in codes:
+            return "action_type_error"
+        return "goal_type_error" if _mismatch_section(state) == "(:goal" else "type_error"
     if cat == "unsupported_requirement" or "unsupported" in log or "not supported" in log:
         return "unsupported"
     if any("fluent" in c for c in codes):
@@ -81,6 +87,20 @@ def symptom(state: EpisodeState, predicate_names: set[str] | None = None) -> str
     if cat in ("solver_crash", "input_error"):
         return "crash"
     return "unknown"
+
+
+def _mismatch_section(state: EpisodeState) -> str:
+    """The problem file's section ("(:init", "(:goal", ...) holding the first type mismatch
+    reported in it; "" when none is reported in the problem file."""
+    found = _PROBLEM_MISMATCH.search(state.validator_errors) or _PROBLEM_MISMATCH.search(state.planner_log)
+    if not found:
+        return ""
+    line, column = int(found.group(1)), int(found.group(2))
+    lines = state.problem.splitlines()[:line]
+    before = "\n".join([*lines[:-1], lines[-1][:column]] if lines else []).lower()
+    starts = {section: before.rfind(section) for section in _PROBLEM_SECTIONS}
+    section = max(starts, key=lambda k: starts[k])
+    return section if starts[section] >= 0 else ""
 
 
 def _repeats_previous(plan: str, step_no: int) -> bool:

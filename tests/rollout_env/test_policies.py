@@ -105,6 +105,24 @@ def test_symptoms(kw: dict, expected: str) -> None:
     assert symptom(state(**kw)) == expected
 
 
+GOAL_PROBLEM = "(define (problem p) (:domain d)\n  (:objects a - x b - y)\n  (:init (at a b))\n  (:goal (and (at b a))))\n"
+
+
+@pytest.mark.parametrize("where, expected", [
+    ("problem.pddl:4:20", "goal_type_error"),  # the goal atom's arguments the wrong way round
+    ("problem.pddl:3:10", "type_error"),  # an initial fact: the predicate's type may be too narrow
+    ("problem.pddl:1:60", "type_error"),  # before the goal on a one-line problem (the column counts)
+    ("domain.pddl:9:4", "type_error"),
+])
+def test_a_type_mismatch_in_the_goal_is_its_own_symptom(where: str, expected: str) -> None:
+    error = f"{where}: error: argument 'b' of predicate 'at' is of type y, not x [semantic.type_mismatch]"
+    problem = GOAL_PROBLEM if where != "problem.pddl:1:60" else GOAL_PROBLEM.replace("\n", " ")
+    seen = state(error_category="parse_error_problem", validator_errors=error, problem=problem)
+    assert symptom(seen) == expected
+    if expected == "goal_type_error":  # the constraints agent (4) repairs goals; the type fixers do not
+        assert ScriptedPolicy(noise=0.0).decide(seen).agent_id == 4
+
+
 def test_scripted_walks_down_its_candidates_while_the_symptom_persists() -> None:
     pol = ScriptedPolicy(noise=0.0)
     cands = DEFAULT_RULES["precondition_failed"]
