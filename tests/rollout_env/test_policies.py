@@ -105,7 +105,8 @@ def test_symptoms(kw: dict, expected: str) -> None:
     assert symptom(state(**kw)) == expected
 
 
-GOAL_PROBLEM = "(define (problem p) (:domain d)\n  (:objects a - x b - y)\n  (:init (at a b))\n  (:goal (and (at b a))))\n"
+GOAL_PROBLEM = ("(define (problem p) (:domain d)\n  (:objects a - x b - y)\n  (:init (at a b))\n"
+                "  (:goal (and (at b a))))\n")
 
 
 @pytest.mark.parametrize("where, expected", [
