@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Iterable
 
 from rollout.core.state import EpisodeState
-from rollout.pddl.sections import section, sections, typed_list
+from rollout.pddl.sections import problem_section_at, section, sections, typed_list
 from rollout.pddl.sexpr import SExprError, parse_shared
 from solvers.errors import InputError
 from train.cost_budget import OverBudget, check_budget, time_budget
@@ -298,7 +298,7 @@ def _goal_features(state: EpisodeState) -> list[str]:
         out.append(f"relaxed_goal={'unknown' if too_large else _reachability(state.domain, state.problem)}")
     m = _DIAG_LINE_RE.search(state.validator_errors) or _DIAG_LINE_RE.search(state.planner_log)
     if m:
-        out.append(f"diag_section={_problem_section_at(state.problem, int(m.group(1)))}")
+        out.append(f"diag_section={problem_section_at(state.problem[:MAX_PDDL_CHARS], int(m.group(1)))}")
     return out
 
 
@@ -307,18 +307,6 @@ def _reachability(domain: str, problem: str) -> str:
         return goal_reachability(domain, problem)
     except OverBudget:
         return "unknown"
-
-
-def _problem_section_at(problem: str, line: int) -> str:
-    """The problem section (objects, init, goal, other) whose text holds 1-based `line`."""
-    current = "other"
-    for i, text in enumerate(problem[:MAX_PDDL_CHARS].splitlines()[:line], 1):
-        for key in ("objects", "init", "goal", "metric"):
-            if f"(:{key}" in text.lower():
-                current = key
-        if i == line:
-            break
-    return current
 
 
 def _failure_features(state: EpisodeState) -> list[str]:

@@ -31,6 +31,25 @@ def shuffle_init(define: list[SExpr], rng: random.Random) -> None:
         init[1:] = facts
 
 
+PROBLEM_SECTIONS = ("objects", "init", "goal", "metric")
+
+
+def problem_section_at(problem: str, line: int, column: int | None = None) -> str:
+    """The problem section ("objects", "init", "goal", "metric"; "other" before any of them) whose
+    text holds 1-based `line` of the problem file, read up to `column` on that line when given:
+    the last section opened on or before it (on one line, the later of them in file order)."""
+    lines = problem.splitlines()[:line]
+    if column is not None and lines:
+        lines[-1] = lines[-1][:column]
+    current = "other"
+    for text in lines:
+        lowered = text.lower()
+        for key in PROBLEM_SECTIONS:
+            if f"(:{key}" in lowered:
+                current = key
+    return current
+
+
 def typed_list(items: Sequence[SExpr], *, strict: bool = False) -> list[tuple[str, str]]:
     """Parse `a b - t c - u d` into [(a, t), (b, t), (c, u), (d, object)].
 

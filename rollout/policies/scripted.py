@@ -13,13 +13,13 @@ import re
 from rollout.core.agent_table import AGENT_IDS, AgentId
 from rollout.core.decision import Decision, Policy
 from rollout.core.state import EpisodeState
+from rollout.pddl.sections import problem_section_at
 from rollout.policies.random import state_rng
 from rollout.policies.rules import is_syntax_error
 
 _DIAG = re.compile(r"\[([a-z_]+\.[a-z_]+)\]")
 _STEP = re.compile(r"step (\d+) \(([^)]*)\)")
 _PROBLEM_MISMATCH = re.compile(r"problem\.pddl:(\d+):(\d+): error: [^\n]*\[semantic\.type_mismatch\]")
-_PROBLEM_SECTIONS = ("(:objects", "(:init", "(:goal", "(:metric")
 
 # symptom -> candidate agents, tried in this order while the symptom persists
 DEFAULT_RULES: dict[str, tuple[AgentId, ...]] = {
@@ -65,7 +65,7 @@ def symptom(state: EpisodeState, predicate_names: set[str] | None = None) -> str
     if any("type_mismatch" in c or "type_cycle" in c or "undeclared_type" in c for c in codes):
         if "validate.type_mismatch" in codes:
             return "action_type_error"
-        return "goal_type_error" if _mismatch_section(state) == "(:goal" else "type_error"
+        return "goal_type_error" if _mismatch_section(state) == "goal" else "type_error"
     if cat == "unsupported_requirement" or "unsupported" in log or "not supported" in log:
         return "unsupported"
     if any("fluent" in c for c in codes):
@@ -90,17 +90,12 @@ def symptom(state: EpisodeState, predicate_names: set[str] | None = None) -> str
 
 
 def _mismatch_section(state: EpisodeState) -> str:
-    """The problem file's section ("(:init", "(:goal", ...) holding the first type mismatch
-    reported in it; "" when none is reported in the problem file."""
+    """The problem section (rollout.pddl.sections.problem_section_at) holding the first type
+    mismatch reported in the problem file; "" when none is reported there."""
     found = _PROBLEM_MISMATCH.search(state.validator_errors) or _PROBLEM_MISMATCH.search(state.planner_log)
     if not found:
         return ""
-    line, column = int(found.group(1)), int(found.group(2))
-    lines = state.problem.splitlines()[:line]
-    before = "\n".join([*lines[:-1], lines[-1][:column]] if lines else []).lower()
-    starts = {section: before.rfind(section) for section in _PROBLEM_SECTIONS}
-    section = max(starts, key=lambda k: starts[k])
-    return section if starts[section] >= 0 else ""
+    return problem_section_at(state.problem, int(found.group(1)), int(found.group(2)))
 
 
 def _repeats_previous(plan: str, step_no: int) -> bool:
