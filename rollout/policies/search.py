@@ -496,10 +496,13 @@ class _Search:
         gets its acceptance check first if it had none (one call past the budget) and is declined
         (no answer) when a check flagged it."""
         env, key = node.env, _state_key(node.state)
-        if node.state.plan_valid and self.spec.checks and key not in self.flagged:
+        if node.state.plan_valid and self.spec.checks:
+            # a plan a check flagged earlier gets fresh checks: all must pass for it to be the answer
             node.path, suspects = await self._checks(env, node.path, 0)
             if suspects is not None:
                 self.flagged.add(key)
+            else:
+                self.flagged.discard(key)
         before, cpu = len(env.steps), env.solver_cpu_s
         await env.end_now(accept=key not in self.flagged)
         node.path = self.tree.add(env.steps[before:], node.path, 0)
