@@ -18,8 +18,10 @@ accepting a plan, the search spends up to `checks` calls (default 2, 0: none) on
 checks of the accepted PDDL against the task's words, where the world offers them; a check that
 flags the PDDL sends the node to the agents it points at instead of accepting. The first accepted node that
 passed its check ends the search. When the LLM-call or wall-time budget runs out first, the best
-node found ends the episode as it stands: an accepted plan there gets its checks (calls past the
-budget, at most `checks`) if it had none, and a plan a check flagged is declined (no answer).
+node found ends the episode as it stands: an accepted plan there gets fresh checks (calls past the
+budget, at most `checks`), also when a check flagged it before (a check has false alarms: a plan
+that passes a second look is an answer, where declining gives none), and is declined (no answer)
+when one of them flags it.
 
 `parallel=P` (default 1: one child at a time) expands up to P children at once, as concurrent
 asyncio work on their own forks, under the job-wide LLM gate like every call: each round takes
@@ -493,8 +495,8 @@ class _Search:
 
     async def _close(self, node: _Node) -> _Node:
         """Out of budget: the episode ends on the best node's state. A plan the validator accepts
-        gets its acceptance check first if it had none (one call past the budget) and is declined
-        (no answer) when a check flagged it."""
+        gets fresh acceptance checks first (at most `checks` calls past the budget), flagged before
+        or not, and is declined (no answer) when one of them flags it."""
         env, key = node.env, _state_key(node.state)
         if node.state.plan_valid and self.spec.checks:
             # a plan a check flagged earlier gets fresh checks: all must pass for it to be the answer

@@ -119,6 +119,39 @@ def test_the_wall_time_budget_bounds_the_search(tasks: dict[str, Task]) -> None:
     assert len([s for s in record.steps if s.agent_name != "AgentNaturalLanguage"]) <= 1 + 2  # one step, 2 checks
 
 
+def _checks_on_path(record: EpisodeRecord) -> list[tuple[tuple[str, str, str], bool]]:
+    """(the PDDL and plan checked, whether the check flagged them) for each acceptance check on the chosen path."""
+    return [((s.domain_after, s.problem_after, s.plan_after), s.agent_message.startswith("the PDDL differs"))
+            for s in record.steps if s.on_path and s.decision_reason.startswith("acceptance check")]
+
+
+def _with_checks(seed: int, detect: float, false_alarm: float) -> EpisodeConfig:
+    sim = SimConfig(latency_scale=0.0, check_detect_prob=detect, check_false_alarm_prob=false_alarm)
+    return EpisodeConfig(seed=seed, sim=sim, run_id="search-test")
+
+
+def test_a_plan_every_check_flags_is_never_the_answer(tasks: dict[str, Task]) -> None:
+    spec = "search:prior=rules+scripted,width=2,max_calls=6,checks=2"
+    records = [_search(t, seed, spec, _with_checks(seed, 1.0, 1.0)) for t in list(tasks.values())[:4] for seed in (0, 1)]
+    assert not any(r.success_validator for r in records)
+    # the closing checks ran again on a plan flagged before (a second look, and it flagged again)
+    assert any(len({state for state, _ in _checks_on_path(r)}) < len(_checks_on_path(r)) for r in records)
+
+
+def test_a_flagged_plan_that_passes_fresh_checks_at_the_close_is_the_answer(tasks: dict[str, Task]) -> None:
+    spec = "search:prior=rules+scripted,width=2,max_calls=6,checks=2"
+    records = [_search(t, seed, spec, _with_checks(seed, 0.5, 0.5)) for t in list(tasks.values()) for seed in range(4)]
+    rescued = 0
+    for record in records:
+        _check_tree(record)
+        checks = _checks_on_path(record)
+        if record.success_validator:
+            final = [flagged for state, flagged in checks if state == checks[-1][0]]
+            assert final[-2:] == [False, False], record.episode_id  # the answer passed its last two checks
+            rescued += True in final
+    assert rescued, "no flagged plan passed its fresh checks at the close in 24 episodes"
+
+
 # ---------------------------------------------------------------------------------- infra failures
 
 class FailingEndpoint:
