@@ -125,6 +125,9 @@ class RefinementEnv:
         self.limits = limits or solvers.Limits()
         self.max_steps = max_steps
         self.render_natural_language = render_natural_language
+        # True (a search): a step that reaches the step limit with a plan the validator accepts does
+        # not end the episode; the plan waits for its acceptance checks and the NoOp (or end_now)
+        self.hold_valid_at_limit = False
         self.steps: list[StepRecord] = []
         self.solver_cpu_s = 0.0
         self.end: EpisodeEnd | None = None
@@ -190,7 +193,8 @@ class RefinementEnv:
         self.steps.append(record)
         self._state = state
         info: dict[str, Any] = {"record": record}
-        if finished or step + 1 >= self.max_steps + self._checks:
+        at_limit = step + 1 >= self.max_steps + self._checks
+        if finished or (at_limit and not (self.hold_valid_at_limit and state.plan_valid)):
             await self._finish(state, info)
         else:
             self._hand_over(state, step + 1)
@@ -232,11 +236,17 @@ class RefinementEnv:
         search; rollout/sim/world.py SimWorld.fork) rather than a replay of this env's."""
         twin = RefinementEnv(self.backend, limits=self.limits, max_steps=self.max_steps,
                              render_natural_language=self.render_natural_language)
+        twin.hold_valid_at_limit = self.hold_valid_at_limit
         snap = self.snapshot()
         if resample is not None and snap.world is not None:
             snap = replace(snap, world=_fork_world(snap.world, resample))
         twin.restore(snap)
         return twin
+
+    @property
+    def steps_left(self) -> int:
+        """Agent steps left before the step limit (acceptance checks do not use it)."""
+        return self.max_steps + self._checks - self._step
 
     def activate(self) -> None:
         """Make this episode's world the current one in this asyncio task (a branch of a search

@@ -16,8 +16,10 @@ often in this episode at a state showing the same symptom (an agent that found n
 there tends to find nothing again), not simply the next in rank. Before
 accepting a plan, the search spends up to `checks` calls (default 2, 0: none) on independent
 checks of the accepted PDDL against the task's words, where the world offers them; a check that
-flags the PDDL sends the node to the agents it points at instead of accepting. The first accepted node that
-passed its check ends the search. When the LLM-call or wall-time budget runs out first, the best
+flags the PDDL sends the node to the agents it points at instead of accepting. A plan accepted on
+the loop's last allowed step gets its checks too (the search holds the episode there rather than
+letting the step limit accept it), and a flagged one has no steps left for repairs. The first
+accepted node that passed its check ends the search. When the LLM-call or wall-time budget runs out first, the best
 node found ends the episode as it stands: an accepted plan there gets fresh checks (calls past the
 budget, at most `checks`), also when a check flagged it before (a check has false alarms: a plan
 that passes a second look is an answer, where declining gives none), and is declined (no answer)
@@ -296,6 +298,7 @@ class _Unit:
 class _Search:
     def __init__(self, policy: SearchPolicy, root: RefinementEnv) -> None:
         self.policy, self.spec, self.root = policy, policy.spec, root
+        root.hold_valid_at_limit = True  # a plan accepted at the step limit still gets its checks
         self.tree = _Tree(solver_cpu_s=root.solver_cpu_s)
         self.frontier: list[tuple[float, int, _Node]] = []
         self.counter = itertools.count()
@@ -326,6 +329,10 @@ class _Search:
             if not chosen.env.done:
                 chosen = await self._close(chosen)
         self._adopt(chosen)
+
+    def _suspects(self, env: RefinementEnv, suspects: tuple[int, ...]) -> list[Decision]:
+        """The children of a flagged plan: the agents the check named, while steps are left."""
+        return suspect_children(suspects, self.spec.width) if env.steps_left > 0 else []
 
     def _rank(self, node: _Node) -> tuple[float, int]:
         """How good an answer the node's state would be now: a flagged plan below an unflagged one."""
@@ -443,7 +450,7 @@ class _Search:
         self.tree.solver_cpu_s += unit.solver_cpu_s
         if unit.suspects is not None:
             self.flagged.add(_state_key(unit.node.state))
-            self._push(self._node(unit.env, path, suspect_children(unit.suspects, self.spec.width)))
+            self._push(self._node(unit.env, path, self._suspects(unit.env, unit.suspects)))
             return None
         path = self.tree.add(unit.steps, path, 0 if unit.checks else unit.branch)
         env = unit.env

@@ -17,6 +17,7 @@ from dataclasses import asdict
 import pytest
 
 import solvers
+from rollout.core.agent_table import AgentId
 from rollout.core.decision import Decision
 from rollout.loop.env import EnvStateError, RefinementEnv
 from rollout.policies import make_policy
@@ -114,3 +115,44 @@ def test_snapshot_and_restore_refuse_a_closed_environment(tasks: dict[str, Task]
             env.restore(snap)
 
     asyncio.run(go())
+
+
+def test_a_plan_accepted_at_the_step_limit_waits_for_its_checks_when_held(tasks: dict[str, Task]) -> None:
+    """A search holds an episode whose last allowed step gives a plan the validator accepts, so the
+    plan gets its acceptance checks before the NoOp accepts it; the greedy loop ends it at once."""
+    async def last_step_accepts(task: Task, seed: int) -> list[Decision] | None:
+        env = RefinementEnv(SimAgents(FAST))
+        await env.reset(task, seed)
+        decisions = await _greedy(env, seed)
+        if decisions[-1].agent_id == AgentId.NOOP:
+            decisions = decisions[:-1]  # the NoOp left out: the step before it gave the plan
+        if not env.end.success_validator or not decisions:
+            return None
+        return decisions
+
+    async def replay(task: Task, seed: int, decisions: list[Decision], hold: bool) -> RefinementEnv:
+        env = RefinementEnv(SimAgents(FAST), max_steps=len(decisions))
+        env.hold_valid_at_limit = hold
+        await env.reset(task, seed)
+        await _replay(env, decisions)
+        return env
+
+    async def go() -> int:
+        found = 0
+        for task in tasks.values():
+            for seed in (1, 7):
+                decisions = await last_step_accepts(task, seed)
+                if decisions is None:
+                    continue
+                found += 1
+                greedy = await replay(task, seed, decisions, hold=False)
+                assert greedy.done and greedy.end.success_validator
+                held = await replay(task, seed, decisions, hold=True)
+                assert not held.done and held.state.plan_valid and held.steps_left == 0
+                assert held.fork().hold_valid_at_limit
+                assert await held.check_acceptance() is not None  # the check runs on the held plan
+                await held.step(Decision(AgentId.NOOP, "rule", reason="accept"))
+                assert held.done and held.end.success_validator
+        return found
+
+    assert asyncio.run(go()) > 0, "no episode gave its plan on its last step"

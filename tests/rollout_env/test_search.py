@@ -86,6 +86,9 @@ def test_search_episodes_keep_the_tree_and_mark_one_chosen_path(tasks: dict[str,
     assert not any(r.error or r.infra_error for r in records)
     for record in records:
         _check_tree(record)
+        if record.success_validator:  # every answer passed its two checks, at the step limit too
+            checks = _checks_on_path(record)
+            assert checks and [f for st, f in checks if st == checks[-1][0]][-2:] == [False, False]
     assert any(any(not s.on_path for s in r.steps) for r in records)  # some searches did branch
     assert any(s.decision_reason.startswith("acceptance check") for r in records for s in r.steps)
     store = TrajectoryStore(tmp_path / "store")
@@ -132,7 +135,8 @@ def _with_checks(seed: int, detect: float, false_alarm: float) -> EpisodeConfig:
 
 def test_a_plan_every_check_flags_is_never_the_answer(tasks: dict[str, Task]) -> None:
     spec = "search:prior=rules+scripted,width=2,max_calls=6,checks=2"
-    records = [_search(t, seed, spec, _with_checks(seed, 1.0, 1.0)) for t in list(tasks.values())[:4] for seed in (0, 1)]
+    runs = [(task, seed) for task in list(tasks.values())[:4] for seed in (0, 1)]
+    records = [_search(task, seed, spec, _with_checks(seed, 1.0, 1.0)) for task, seed in runs]
     assert not any(r.success_validator for r in records)
     # the closing checks ran again on a plan flagged before (a second look, and it flagged again)
     assert any(len({state for state, _ in _checks_on_path(r)}) < len(_checks_on_path(r)) for r in records)
