@@ -19,11 +19,11 @@ checks of the accepted PDDL against the task's words, where the world offers the
 flags the PDDL sends the node to the agents it points at instead of accepting. A plan accepted on
 the loop's last allowed step gets its checks too (the search holds the episode there rather than
 letting the step limit accept it), and a flagged one has no steps left for repairs. The first
-accepted node that passed its check ends the search. When the LLM-call or wall-time budget runs out first, the best
-node found ends the episode as it stands: an accepted plan there gets fresh checks (calls past the
-budget, at most `checks`), also when a check flagged it before (a check has false alarms: a plan
-that passes a second look is an answer, where declining gives none), and is declined (no answer)
-when one of them flags it.
+accepted node that passed its check ends the search. When the LLM-call or wall-time budget runs
+out first, the best node found ends the episode as it stands: an accepted plan there gets fresh
+checks (calls past the budget, at most `checks`), also when a check flagged it before (a check
+has false alarms: a plan that passes a second look is an answer, where declining gives none), and
+is declined (no answer) when one of them flags it.
 
 `parallel=P` (default 1: one child at a time) expands up to P children at once, as concurrent
 asyncio work on their own forks, under the job-wide LLM gate like every call: each round takes
