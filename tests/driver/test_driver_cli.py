@@ -22,10 +22,11 @@ HALO = str(Path(sys.executable).with_name("halo"))
 
 def test_ctrl_c_keeps_committed_episodes_and_rerun_resumes(tmp_path):
     store_dir = tmp_path / "store"
-    # Enough episodes that the job is still running when the first commit shows up: 200 were once
-    # enough, until a faster machine finished them while the signal was on its way.
+    # The job must still be running when the first commit shows up. A count of episodes alone was
+    # not enough (400 finished in 16 s, while the signal was on its way): the simulated calls sleep
+    # 200 ms at 8 in flight job-wide, so 400 episodes take tens of seconds on any machine.
     cmd = [HALO, "rollout", "--store", str(store_dir), "--tasks", "planbench:blocksworld:10", "--episodes", "400",
-           "--run-id", "ctrl-c", "--no-progress"]
+           "--llm", "sim:realtime=1,latency_ms=200", "--llm-concurrency", "8", "--run-id", "ctrl-c", "--no-progress"]
     env = {**os.environ, "RAY_DEDUP_LOGS": "0"}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             start_new_session=True)
