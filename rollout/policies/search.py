@@ -504,16 +504,13 @@ class _Search:
         """Out of budget: the episode ends on the best node's state. A plan the validator accepts
         gets fresh acceptance checks first (at most `checks` calls past the budget), flagged before
         or not, and is declined (no answer) when one of them flags it."""
-        env, key = node.env, _state_key(node.state)
+        env, accept = node.env, True
         if node.state.plan_valid and self.spec.checks:
             # a plan a check flagged earlier gets fresh checks: all must pass for it to be the answer
             node.path, suspects = await self._checks(env, node.path, 0)
-            if suspects is not None:
-                self.flagged.add(key)
-            else:
-                self.flagged.discard(key)
+            accept = suspects is None
         before, cpu = len(env.steps), env.solver_cpu_s
-        await env.end_now(accept=key not in self.flagged)
+        await env.end_now(accept=accept)
         node.path = self.tree.add(env.steps[before:], node.path, 0)
         self.tree.solver_cpu_s += env.solver_cpu_s - cpu
         return node
