@@ -3,7 +3,9 @@
 
 A best-first search over the refinement loop's agent choices, on forks of the episode's
 environment (rollout/loop/env.py). A node is the episode after some steps; its children are the
-prior policy's top-ranked agents (at most `width`), generated one at a time, best first: each
+prior policy's top-ranked agents (at most `width`), then new samples of those that are LLM agents
+(a deterministic agent asked again from one state answers the same), then the prior's lower-ranked
+agents once each (what the greedy loop would try next), generated one at a time, best first: each
 expansion costs one child, so a search that never branches costs what the greedy prior costs.
 Nodes are ordered by what the verifier says of their state (empty < unparsable < no plan < a
 plan the validator rejects < an accepted plan), how deep they are, and the rank of their next
@@ -53,7 +55,7 @@ import itertools
 import time
 from dataclasses import dataclass, field, replace
 
-from rollout.core.agent_table import AgentId
+from rollout.core.agent_table import AgentId, agent_info
 from rollout.core.decision import Decision, Policy
 from rollout.core.state import EpisodeState
 from rollout.core.trajectory import StepRecord
@@ -148,6 +150,7 @@ class _Node:
     env: RefinementEnv
     path: list[int]  # tree step numbers from the root to this node
     candidates: list[Decision] | None  # ranked children not yet taken (None: the prior not asked yet)
+    head: int = 0  # how many of the candidates lead (memory=1 chooses among them; the rest follow in order)
     taken: int = 0  # children taken so far
 
     @property
@@ -189,28 +192,41 @@ class _Tree:
 
 # ---------------------------------------------------------------------------------- the children
 
-async def ranked_children(prior: Policy, state: EpisodeState, width: int) -> list[Decision]:
-    """The prior's decision, then its next-best agents, at most `width`, as the search's decisions.
+async def ranked_children(prior: Policy, state: EpisodeState, width: int) -> tuple[list[Decision], int]:
+    """The node's children, best first, and how many of them lead (the head `memory=1` may reorder).
 
-    The next-best agents come from the prior's scores where it has them (a trained linear
-    policy), else from the scripted rules table for the state's symptom. NoOp is a child only on
-    a plan the validator accepts, and then the only one."""
+    The head: the prior's decision, then its next-best agents, at most `width`, then each of those
+    that is an LLM agent again (a new sample; a deterministic agent asked again from the same state
+    answers the same). The tail: the prior's lower-ranked agents, once each, in rank order, so a
+    node whose head is spent still has what the greedy loop would try next. The next-best agents
+    come from the prior's scores where it has them (a trained linear policy), else from the
+    scripted rules table for the state's symptom. NoOp is a child only on a plan the validator
+    accepts, and then the only one."""
     first = await prior.adecide(state)
     if state.plan_valid:
-        return [_as_search(first, 0, prior.name) if first.agent_id == AgentId.NOOP else
-                Decision(AgentId.NOOP, "rule", reason="validator accepted the plan")]
-    ids: list[int] = [first.agent_id]
+        noop = (_as_search(first, 0, prior.name) if first.agent_id == AgentId.NOOP else
+                Decision(AgentId.NOOP, "rule", reason="validator accepted the plan"))
+        return [noop], 1
+    ranked: list[int] = [first.agent_id]
     for agent in _alternatives(prior, state):
-        if len(ids) >= width:
-            break
-        if agent not in ids and agent not in (AgentId.NOOP, AgentId.NATURAL_LANGUAGE):
-            ids.append(agent)
+        if agent not in ranked and agent not in (AgentId.NOOP, AgentId.NATURAL_LANGUAGE):
+            ranked.append(agent)
     out = [_as_search(first, 0, prior.name)]
-    out += [Decision(a, "search", reason=f"search: the prior's rank {r + 1}") for r, a in enumerate(ids[1:], 1)]
+    out += [Decision(a, "search", reason=f"search: the prior's rank {r + 1}") for r, a in enumerate(ranked[1:width], 1)]
     # then the same choices again: new samples of the same agents (a call that changed nothing is pruned)
     again = [replace(_free(d), reason=d.reason + " (asked again)")
-             for d in out[:width]]  # the prior decided once: its cost is on the first child only
-    return out[:width] + again
+             for d in out if _samples(d.agent_id)]  # the prior decided once: its cost is on the first child only
+    tail = [Decision(a, "search", reason=f"search: the prior's rank {r + 1}")
+            for r, a in enumerate(ranked[width:], width)]
+    return out + again + tail, len(out) + len(again)
+
+
+def _samples(agent_id: int) -> bool:
+    """Whether asking the agent again from the same state is a new draw (an LLM agent), not a repeat."""
+    try:
+        return agent_info(agent_id).kind == "llm"
+    except KeyError:
+        return False
 
 
 def _free(decision: Decision) -> Decision:
@@ -234,10 +250,13 @@ def _alternatives(prior: Policy, state: EpisodeState) -> list[int]:
     return list(DEFAULT_RULES.get(symptom(state), ())) + list(DEFAULT_RULES["unknown"])
 
 
-def suspect_children(suspects: tuple[int, ...], width: int) -> list[Decision]:
-    """After a failed acceptance check: the agents the check pointed at (agent 1 last)."""
+def suspect_children(suspects: tuple[int, ...], width: int) -> tuple[list[Decision], int]:
+    """After a failed acceptance check: the agents the check pointed at (agent 1 last), then those
+    of them that are LLM agents again (new samples); all lead (see ranked_children)."""
     ids = list(dict.fromkeys((*suspects, 1)))[:max(1, width)]
-    return [Decision(a, "search", reason="search: the acceptance check flagged the PDDL") for a in ids]
+    first = [Decision(a, "search", reason="search: the acceptance check flagged the PDDL") for a in ids]
+    again = [replace(d, reason=d.reason + " (asked again)") for d in first if _samples(d.agent_id)]
+    return first + again, len(first) + len(again)
 
 
 # ---------------------------------------------------------------------------------- the search
@@ -330,9 +349,9 @@ class _Search:
                 chosen = await self._close(chosen)
         self._adopt(chosen)
 
-    def _suspects(self, env: RefinementEnv, suspects: tuple[int, ...]) -> list[Decision]:
+    def _suspects(self, env: RefinementEnv, suspects: tuple[int, ...]) -> tuple[list[Decision], int]:
         """The children of a flagged plan: the agents the check named, while steps are left."""
-        return suspect_children(suspects, self.spec.width) if env.steps_left > 0 else []
+        return suspect_children(suspects, self.spec.width) if env.steps_left > 0 else ([], 0)
 
     def _rank(self, node: _Node) -> tuple[float, int]:
         """How good an answer the node's state would be now: a flagged plan below an unflagged one."""
@@ -358,10 +377,13 @@ class _Search:
         if not node.env.done and (self.best is None or self._rank(node) > self._rank(self.best)):
             self.best = node
 
-    def _node(self, env: RefinementEnv, path: list[int], candidates: list[Decision] | None = None) -> _Node:
+    def _node(self, env: RefinementEnv, path: list[int],
+              children: tuple[list[Decision], int] | None = None) -> _Node:
         """A node; its children are ranked when it is first expanded (the prior is asked then, so a
         prior whose decisions cost calls is paid only for nodes the search expands)."""
-        return _Node(env, path, candidates)
+        if children is None:
+            return _Node(env, path, None)
+        return _Node(env, path, children[0], head=children[1])
 
     def _cost(self, decision: Decision) -> int:
         """The most LLM calls a child can spend: its agent call (or its acceptance checks and the
@@ -380,7 +402,7 @@ class _Search:
             _, _, node = heapq.heappop(self.frontier)
             if node.candidates is None:
                 node.env.activate()
-                node.candidates = await ranked_children(self.policy.prior, node.state, self.spec.width)
+                node.candidates, node.head = await ranked_children(self.policy.prior, node.state, self.spec.width)
             if not node.candidates:
                 continue
             cost = self._cost(node.candidates[0])
@@ -404,10 +426,11 @@ class _Search:
         candidates = node.candidates
         assert candidates
         index = 0
-        if self.spec.memory and self.futile:
+        if self.spec.memory and self.futile and node.head > 1:
             sym = node.shown_symptom
-            index = min(range(len(candidates)), key=lambda i: (self.futile[(sym, candidates[i].agent_id)], i))
+            index = min(range(node.head), key=lambda i: (self.futile[(sym, candidates[i].agent_id)], i))
         decision = candidates.pop(index)
+        node.head = max(0, node.head - 1)
         if index and candidates[0].llm_calls:
             first = candidates[0]
             decision = replace(decision, llm_calls=first.llm_calls, tokens_in=first.tokens_in,
