@@ -13,9 +13,10 @@ child; with `value=DIR`, also by a value model's estimate of the chance the epis
 oracle success from the node's state (rollout/policies/search_value.py: `value_weight` times the
 estimate is added). A child that changed nothing or reached a state seen before is pruned: the search goes on
 from the parent with its next choice, so a wasted call does not also spend a step. With `memory=1` (the
-default) a node's next child is the first of its ranked agents that has changed nothing least
-often in this episode at a state showing the same symptom (an agent that found nothing to fix
-there tends to find nothing again), not simply the next in rank. Before
+default) a node's next child is the first of its leading children whose agent has changed nothing
+least often in this episode at a state showing the same symptom, counting deterministic agents only
+(a plan repairer that found nothing to fix at one such state tends to find nothing at the next; an
+LLM agent's miss is one draw and says little about the next), not simply the next in rank. Before
 accepting a plan, the search spends up to `checks` calls (default 2, 0: none) on independent
 checks of the accepted PDDL against the task's words, where the world offers them; a check that
 flags the PDDL sends the node to the agents it points at instead of accepting. A plan accepted on
@@ -89,7 +90,7 @@ class SearchSpec:
     wall_s: float = field(default=300.0, metadata={"check": _positive})
     checks: int = field(default=2, metadata={"ge": 0})
     parallel: int = field(default=1, metadata={"ge": 1})  # children expanded at once
-    memory: int = field(default=1, metadata={"ge": 0, "le": 1})  # 1: agents that changed nothing go last
+    memory: int = field(default=1, metadata={"ge": 0, "le": 1})  # 1: deterministic agents that changed nothing go last
 
 
 def parse_search_spec(text: str) -> SearchSpec:
@@ -223,10 +224,19 @@ async def ranked_children(prior: Policy, state: EpisodeState, width: int) -> tup
 
 def _samples(agent_id: int) -> bool:
     """Whether asking the agent again from the same state is a new draw (an LLM agent), not a repeat."""
+    return _kind(agent_id) == "llm"
+
+
+def _deterministic(agent_id: int) -> bool:
+    """A plan repairer whose answer is a function of the state (what `memory=1` counts)."""
+    return _kind(agent_id) == "deterministic"
+
+
+def _kind(agent_id: int) -> str:
     try:
-        return agent_info(agent_id).kind == "llm"
+        return agent_info(agent_id).kind
     except KeyError:
-        return False
+        return "none"
 
 
 def _free(decision: Decision) -> Decision:
@@ -275,7 +285,7 @@ class SearchPolicy(Policy):
         self.concurrent = concurrent
         self.name = f"search[{prior.name}]"
         parallel = f"-p{spec.parallel}" if spec.parallel > 1 else ""
-        memory = "-m" if spec.memory else ""
+        memory = "-md" if spec.memory else ""
         self.version = f"w{spec.width}-c{spec.max_calls}-k{spec.checks}{parallel}{memory}-{prior.version}"
         if value is not None:
             self.version += f"-v{value.name}@{value.version}x{spec.value_weight:g}"
@@ -419,10 +429,10 @@ class _Search:
         return units
 
     def _take(self, node: _Node) -> Decision:
-        """The node's next child: the first in rank order, or with `memory=1` the first whose agent
-        has changed nothing least often in this episode at a state of the same symptom (an agent
-        that found nothing to fix there is likely to find nothing again). The prior's decision
-        cost, carried by the first candidate, goes with whichever child is taken first."""
+        """The node's next child: the first in rank order, or with `memory=1` the first of the
+        leading children whose agent has changed nothing least often in this episode at a state of
+        the same symptom (only deterministic agents are counted: see the module docstring). The
+        prior's decision cost, carried by the first candidate, goes with whichever child is taken first."""
         candidates = node.candidates
         assert candidates
         index = 0
@@ -484,7 +494,7 @@ class _Search:
             self.failed_end = self.failed_end or node
             return None
         key = _state_key(_seen_state(env))
-        if key == _state_key(unit.node.state):
+        if key == _state_key(unit.node.state) and _deterministic(unit.decision.agent_id):
             self.futile[(unit.node.shown_symptom, unit.decision.agent_id)] += 1
         if key in self.seen:
             return None  # pruned: the step changed nothing, or reached a state already explored

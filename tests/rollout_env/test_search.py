@@ -289,6 +289,24 @@ def test_a_search_never_asks_a_deterministic_agent_twice_from_one_state(tasks: d
         make_policy("search:memory=2")
 
 
+def test_the_memory_counts_what_deterministic_agents_found_nothing_to_do(tasks: dict[str, Task]) -> None:
+    async def go(task: Task, seed: int) -> tuple[Counter[tuple[str, int]], int]:
+        env = RefinementEnv(SimAgents(FAST))
+        await env.reset(task, seed)
+        run = _Search(make_policy("search:prior=rules+scripted,max_calls=24"), env)
+        await run.run()
+        llm_misses = sum(1 for s in env.steps if agent_info(s.agent_id).kind == "llm" and s.llm_calls
+                         and s.agent_message.startswith("found nothing"))
+        env.close()
+        return run.futile, llm_misses
+
+    runs = [asyncio.run(go(task, seed)) for task in tasks.values() for seed in (0, 1)]
+    counted = [agent for futile, _ in runs for (_, agent), n in futile.items() if n]
+    assert counted and all(agent_info(a).kind == "deterministic" for a in counted), [
+        a for a in counted if agent_info(a).kind != "deterministic"]
+    assert sum(misses for _, misses in runs) > 0  # LLM agents did find nothing, and were not counted
+
+
 def test_memory_takes_the_least_futile_child_and_carries_the_priors_cost(tasks: dict[str, Task]) -> None:
     async def go() -> None:
         env = RefinementEnv(SimAgents(FAST))
