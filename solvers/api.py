@@ -132,13 +132,10 @@ def plan(domain: str, problem: str, *, planner: PlannerName = "fd", search: str 
         return _plan(domain, problem, name, search, alias, limits, sandbox, t0)
     config = PLANNERS.get(name).config(alias, search)  # ValueError: unknown alias
     key = store.key("plan", name, _planner_version(name), config, domain, problem)
-    hit = store.get(key)
-    if hit is not None:
-        hit.wall_s = time.monotonic() - t0
-        return hit  # type: ignore[return-value]
-    result = _plan(domain, problem, name, search, alias, limits, sandbox, t0)
-    store.put(key, result)
-    return result
+    result, hit = store.compute_once(key, lambda: _plan(domain, problem, name, search, alias, limits, sandbox, t0))
+    if hit:
+        result.wall_s = time.monotonic() - t0
+    return result  # type: ignore[return-value]
 
 
 @functools.lru_cache(maxsize=8)
@@ -297,13 +294,10 @@ def validate(domain: str, problem: str, plan_text: str, *, limits: Limits = Limi
     if store is None:
         return _validate(domain, problem, plan_text, limits, sandbox, t0, name)
     key = store.key("validate", name, _planner_version(name), domain, problem, plan_text)
-    hit = store.get(key)
-    if hit is not None:
-        hit.wall_s = time.monotonic() - t0
-        return hit  # type: ignore[return-value]
-    result = _validate(domain, problem, plan_text, limits, sandbox, t0, name)
-    store.put(key, result)
-    return result
+    result, hit = store.compute_once(key, lambda: _validate(domain, problem, plan_text, limits, sandbox, t0, name))
+    if hit:
+        result.wall_s = time.monotonic() - t0
+    return result  # type: ignore[return-value]
 
 
 def _validator_for(validator: str | None) -> str:

@@ -9,6 +9,7 @@ timeout, a memory limit or a crash is never cached. Fast Downward is determinist
 
 Off unless HALO_SOLVER_CACHE is set ("1": in memory; a directory: in memory and on disk there),
 or turned on with `configure(...)`. A hit costs no solver CPU: it is returned with cpu_s = 0.
+Threads asking for one key at once share one computation (`ResultCache.compute_once`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import copy
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from solvers.results import ErrorCategory, PlanResult, PlanStep, ValidationResult
 
@@ -30,6 +32,7 @@ CACHEABLE = frozenset({
     ErrorCategory.PLAN_INVALID, ErrorCategory.INPUT_ERROR,
 })
 DEFAULT_ENTRIES = 4096
+Result = TypeVar("Result", PlanResult, ValidationResult)
 
 
 class ResultCache:
@@ -40,6 +43,7 @@ class ResultCache:
             self.directory.mkdir(parents=True, exist_ok=True)
         self._items: collections.OrderedDict[str, PlanResult | ValidationResult] = collections.OrderedDict()
         self._lock = threading.Lock()
+        self._flights: dict[str, threading.Event] = {}  # keys being computed now, by another thread
         self.hits = self.misses = self.stores = 0
 
     @staticmethod
@@ -70,6 +74,32 @@ class ResultCache:
         hit = copy.deepcopy(found)
         hit.cpu_s = 0.0
         return hit
+
+    def compute_once(self, key: str, compute: Callable[[], Result]) -> tuple[Result, bool]:
+        """The cached answer for `key`, else `compute()`'s, stored: (the answer, whether it was a hit).
+        Threads asking for one key at once share one computation: the first computes, the others
+        wait and take its answer as a hit (a search's concurrent children often reach one PDDL). A
+        waiter whose key was not stored (a timeout is never cached) computes its own."""
+        hit = self.get(key)
+        if hit is not None:
+            return hit, True
+        with self._lock:
+            flight = self._flights.get(key)
+            owner = flight is None
+            if owner:
+                flight = self._flights[key] = threading.Event()
+        if not owner:
+            flight.wait()
+            hit = self.get(key)
+            return (hit, True) if hit is not None else (compute(), False)
+        try:
+            result = compute()
+            self.put(key, result)
+            return result, False
+        finally:
+            with self._lock:
+                del self._flights[key]
+            flight.set()
 
     def put(self, key: str, result: PlanResult | ValidationResult) -> None:
         if result.category not in CACHEABLE:

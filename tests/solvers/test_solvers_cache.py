@@ -3,6 +3,9 @@ kept, and the disk copy survives a new process's cache."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import threading
+
 import pytest
 
 import solvers
@@ -66,3 +69,37 @@ def test_the_cache_is_off_by_default_and_follows_the_environment(monkeypatch, tm
     monkeypatch.setenv("HALO_SOLVER_CACHE", str(tmp_path / "c"))
     assert solvers.cache_stats()["directory"] == str(tmp_path / "c")
     solvers.configure_cache(False)
+
+
+def test_threads_asking_one_key_at_once_share_one_planner_run(cache_dir, bw_domain, bw_problem):
+    # a search's concurrent children reach one PDDL: one run, the others take its answer as a hit
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: solvers.plan(bw_domain, bw_problem), range(4)))
+    assert all(r.ok and r.plan == results[0].plan and r.output_tail == results[0].output_tail for r in results)
+    assert sorted(r.cpu_s > 0 for r in results) == [False, False, False, True]
+    stats = solvers.cache_stats()
+    assert stats["stores"] == 1 and stats["hits"] == 3
+
+
+def test_a_waiter_whose_answer_was_not_kept_computes_its_own(cache_dir):
+    store = cache.current()
+    started, release = threading.Event(), threading.Event()
+    runs: list[str] = []
+
+    def slow_timeout() -> solvers.PlanResult:
+        runs.append("owner")
+        started.set()
+        release.wait(5)
+        return solvers.PlanResult(category=ErrorCategory.SEARCH_TIMEOUT, planner="fd", message="time limit")
+
+    def own() -> solvers.PlanResult:
+        runs.append("waiter")
+        return solvers.PlanResult(category=ErrorCategory.SEARCH_TIMEOUT, planner="fd", message="time limit")
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        first = pool.submit(store.compute_once, "k", slow_timeout)
+        started.wait(5)
+        second = pool.submit(store.compute_once, "k", own)
+        release.set()
+        assert first.result()[1] is False and second.result()[1] is False
+    assert runs == ["owner", "waiter"]  # a timeout is never cached, so the waiter ran its own
