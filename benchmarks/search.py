@@ -16,6 +16,8 @@ target is not met or cannot be computed. SIMULATED (llm_backend=sim), never real
     halo tasks generate all --difficulty hard,extreme --count 40 --seed 29 --out sets/search
     python benchmarks/search.py --tasks gen:sets/search --per-level 400     # the full run
     python benchmarks/search.py --tasks gen:sets/search --per-level 60      # a first look
+    halo sim world --worlds 3 --world-seed 5 --out sets/worlds              # worlds nobody tuned
+    python benchmarks/search.py --tasks gen:sets/search --per-level 60 --world sets/worlds/family-s5-w0.yaml
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from rollout.core.trajectory import EpisodeRecord, is_infra_failure  # noqa: E40
 from rollout.loop.episode import EpisodeConfig, run_episode  # noqa: E402
 from rollout.policies import make_policy  # noqa: E402
 from rollout.sim import SimConfig  # noqa: E402
+from rollout.sim.world_file import WorldFileError, default_world, load_world  # noqa: E402
 from rollout.tasks import Task, load_tasks  # noqa: E402
 from train.targets import Z_ONE_SIDED_95, mean_se  # noqa: E402
 
@@ -103,10 +106,10 @@ def judge(figures: dict[str, dict[str, float]]) -> tuple[list[str], bool]:
     return lines, ok
 
 
-async def run_pairs(tasks: list[tuple[str, Task]], greedy: str, search: str, seed: int, concurrency: int
-                    ) -> tuple[list[Pair], int]:
+async def run_pairs(tasks: list[tuple[str, Task]], greedy: str, search: str, seed: int, concurrency: int,
+                    sim: SimConfig | None = None) -> tuple[list[Pair], int]:
     sem = asyncio.Semaphore(concurrency)
-    config = EpisodeConfig(seed=seed, run_id="bench-search", sim=SimConfig(latency_scale=0.0))
+    config = EpisodeConfig(seed=seed, run_id="bench-search", sim=sim or SimConfig(latency_scale=0.0))
 
     async def one(i: int, level: str, task: Task) -> Pair:
         async with sem:
@@ -140,14 +143,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--search", default="search:prior=rules+scripted,width=3,max_calls=20")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--world", help="a world file (halo sim world --dump or --worlds); default: the default world")
     args = ap.parse_args(argv)
+    try:
+        world = load_world(args.world) if args.world else default_world()
+    except WorldFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    sim = SimConfig.from_world(world, latency_scale=0.0)
     solvers.configure_cache(True)  # branches re-plan the same PDDL; both policies get the cache
     tasks = load_levels(args.tasks, list(SUCCESS_TARGETS), args.per_level, args.seed)
     t0 = time.monotonic()
-    pairs, dropped = asyncio.run(run_pairs(tasks, args.greedy, args.search, args.seed, args.concurrency))
+    pairs, dropped = asyncio.run(run_pairs(tasks, args.greedy, args.search, args.seed, args.concurrency, sim))
     figures = {level: level_figures([p for p in pairs if p.level == level])
                for level in SUCCESS_TARGETS if any(p.level == level for p in pairs)}
-    print(f"SIMULATED world (llm_backend=sim); {args.greedy} vs {args.search}; {len(pairs)} pairs, "
+    print(f"SIMULATED world {world.name!r} ({sim.world_hash}, llm_backend=sim); {args.greedy} vs {args.search}; "
+          f"{len(pairs)} pairs, "
           f"{dropped} dropped (infrastructure failures or broken episodes); {time.monotonic() - t0:.0f} s")
     lines, ok = judge(figures)
     print("\n".join(lines))

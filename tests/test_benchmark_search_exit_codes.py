@@ -76,3 +76,13 @@ def test_search_job_benchmark_target_and_figures() -> None:
     point, lower, upper = job.ratio_bounds(figures([0.5, 1.5] * 15), even)
     assert point == 1.0 and lower < 1.0 < upper
     assert figures([1.0] * 30).row()["episodes_per_s_per_cpu"] == 0.5
+
+
+def test_search_benchmark_refuses_a_bad_world_file_in_one_line(tmp_path, capsys) -> None:
+    search = _load("search")
+    bad = tmp_path / "world.yaml"
+    bad.write_text("version: 1\nname: broken\nworld: {repair_prob: 2.5}\n")
+    for path in (tmp_path / "missing.yaml", bad):
+        assert search.main(["--tasks", "gen:/nowhere", "--world", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, err
