@@ -58,6 +58,12 @@ class ResultCache:
         return digest.hexdigest()
 
     def get(self, key: str) -> PlanResult | ValidationResult | None:
+        found = self._find(key)
+        self._count(hit=found is not None)
+        return found
+
+    def _find(self, key: str) -> PlanResult | ValidationResult | None:
+        """A copy of the stored answer (cpu_s 0: a hit costs no solver CPU), or None; not counted."""
         with self._lock:
             found = self._items.get(key)
             if found is not None:
@@ -66,32 +72,38 @@ class ResultCache:
             found = self._load(key)
             if found is not None:
                 self._remember(key, found)
-        with self._lock:
-            if found is None:
-                self.misses += 1
-                return None
-            self.hits += 1
+        if found is None:
+            return None
         hit = copy.deepcopy(found)
         hit.cpu_s = 0.0
         return hit
+
+    def _count(self, *, hit: bool) -> None:
+        with self._lock:
+            if hit:
+                self.hits += 1
+            else:
+                self.misses += 1
 
     def compute_once(self, key: str, compute: Callable[[], Result]) -> tuple[Result, bool]:
         """The cached answer for `key`, else `compute()`'s, stored: (the answer, whether it was a hit).
         Threads asking for one key at once share one computation: the first computes, the others
         wait and take its answer as a hit (a search's concurrent children often reach one PDDL). A
-        waiter whose key was not stored (a timeout is never cached) computes its own."""
-        hit = self.get(key)
-        if hit is not None:
-            return hit, True
-        with self._lock:
-            flight = self._flights.get(key)
-            owner = flight is None
-            if owner:
-                flight = self._flights[key] = threading.Event()
-        if not owner:
-            flight.wait()
-            hit = self.get(key)
-            return (hit, True) if hit is not None else (compute(), False)
+        waiter whose key was not stored (a timeout is never cached) asks again, and so computes
+        unless another waiter already does. Each call counts one hit or one miss."""
+        while True:
+            found = self._find(key)
+            if found is not None:
+                self._count(hit=True)
+                return found, True  # type: ignore[return-value]
+            with self._lock:
+                flight = self._flights.get(key)
+                if flight is None and key not in self._items:  # not stored since the lookup above
+                    flight = self._flights[key] = threading.Event()
+                    break
+            if flight is not None:
+                flight.wait()
+        self._count(hit=False)
         try:
             result = compute()
             self.put(key, result)
