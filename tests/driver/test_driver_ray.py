@@ -152,7 +152,9 @@ def test_storage_outage_stops_the_job_cleanly_and_a_rerun_resumes(tmp_path):
         store = TrajectoryStore(url, storage_options=options, retry=RetryPolicy(budget_s=2.0, initial_backoff_s=0.1,
                                                                                 max_backoff_s=0.4))
         direct = TrajectoryStore(url, storage_options=server.env())
-        fn = functools.partial(faulty.slow, delay_s=0.15)
+        # slow enough that the job is still running when the watcher below sees the first commit
+        # (at 0.15 s an episode, a loaded CI worker finished all 40 before the storage was cut)
+        fn = functools.partial(faulty.slow, delay_s=0.5)
         job = RolloutJob(_config(url, episodes=40, run_id="outage", episode_fn=fn, commit_max_age_s=0.3),
                          store=store)
 
