@@ -6,7 +6,8 @@ Stages (one process, SIMULATED world, llm_backend=sim; never real-LLM figures):
    split by task ID keeps 30% of the tasks out (at least one per domain).
 2. the supervised start: `--teacher` episodes on the training tasks, the validator filter, the fast
    policy fitted on them (train.fast_policy.train_fast_policy);
-3. RL from it on the training tasks (train.rl_loop.run_rl, settings printed);
+3. RL from it on the training tasks (train.rl_loop.run_rl, settings printed); with `--advantage exit`
+   (expert iteration, train/rl_exit.py) one iteration searches every training task twice by default;
 4. both policies, each behind the rules layer and deciding by argmax, on the held-out tasks and
    on the held-out domains, the same seeds: paired episodes (an infrastructure failure on either
    side drops the pair and is counted).
@@ -141,10 +142,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--eval-tasks", type=int, default=120, help="held-out tasks evaluated (a hash sample)")
     ap.add_argument("--eval-domain-tasks", type=int, default=80, help="0: held-out tasks only (a dev run)")
     ap.add_argument("--eval-seeds", type=int, default=2)
-    ap.add_argument("--iterations", type=int, default=8)
-    ap.add_argument("--tasks-per-iter", type=int, default=20)
+    ap.add_argument("--iterations", type=int, default=0, help="0: 8 (1 with --advantage exit)")
+    ap.add_argument("--tasks-per-iter", type=int, default=0, help="0: 20 (every training task with exit)")
     ap.add_argument("--group", type=int, default=0, help="episodes per task (0: 4 with --advantage group, "
-                                                          "1 with fork)")
+                                                          "1 with fork, 2 with exit)")
     ap.add_argument("--price-per-call", type=float, default=0.02)
     ap.add_argument("--lr", type=float, default=0.5)
     ap.add_argument("--pull", type=float, default=0.05)
@@ -154,7 +155,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--clip", type=float, default=0.0)
     ap.add_argument("--entropy", type=float, default=0.0)
     ap.add_argument("--max-kl", type=float, default=0.0)
-    ap.add_argument("--advantage", default="group", help="group or fork (per-state advantages from forks)")
+    ap.add_argument("--advantage", default="group", help="group, fork (per-state advantages from forks) or exit "
+                                                         "(expert iteration on the search's accepted paths)")
     ap.add_argument("--fork-k", type=int, default=3)
     ap.add_argument("--fork-states", type=int, default=2)
     ap.add_argument("--fork-samples", type=int, default=1)
@@ -163,7 +165,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object at the end")
     args = ap.parse_args(argv)
-    args.group = args.group or (1 if args.advantage == "fork" else 4)
+    exit_mode = args.advantage == "exit"
+    args.group = args.group or {"fork": 1, "exit": 2}.get(args.advantage, 4)
+    args.iterations = args.iterations or (1 if exit_mode else 8)
+    args.tasks_per_iter = args.tasks_per_iter or (args.train_tasks if exit_mode else 20)
     return args
 
 

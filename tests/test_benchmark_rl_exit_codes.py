@@ -87,3 +87,11 @@ def test_every_rl_setting_is_an_option_of_the_benchmark() -> None:
     settings = RLSettings(tasks="", **{f.name: getattr(args, f.name) for f in fields(RLSettings) if f.name != "tasks"})
     assert (settings.advantage, settings.fork_k, settings.fork_states, settings.group) == ("fork", 4, 3, 1)
     settings.check()
+
+
+def test_expert_iteration_defaults_to_one_pass_over_every_training_task_twice() -> None:
+    rl = _load("rl")
+    args = rl._args(["--tasks", "gen:x", "--out", "y", "--advantage", "exit", "--train-tasks", "50"])
+    assert (args.iterations, args.tasks_per_iter, args.group) == (1, 50, 2)
+    args = rl._args(["--tasks", "gen:x", "--out", "y"])
+    assert (args.iterations, args.tasks_per_iter, args.group) == (8, 20, 4)

@@ -23,6 +23,7 @@ import numpy as np
 from rollout.core.trajectory import EpisodeRecord
 from rollout.tasks.base import Task
 from train.encoder import ENCODER_VERSION
+from train.examples import Example
 from train.fast_policy import ID_LABELS, POLICY_CLASS, WEIGHTS_FILE, HashedLinearPolicy
 from train.manifest import Manifest
 from train.rl import (
@@ -41,6 +42,7 @@ from train.rl import (
     save_checkpoint,
     settings_dict,
 )
+from train.rl_exit import load_pool, path_examples, refit, save_pool, search_rollouts
 from train.rl_fork import ForkedState, ForkingSampler, choose_states, fork_figures, fork_state, fork_update
 
 Log = Callable[[str], object]
@@ -63,7 +65,9 @@ class RLSettings:
     clip: float = 0.0  # of the probability ratio, PPO-style (0: unclipped)
     entropy: float = 0.0  # entropy bonus of the sampling policy at the model's steps
     max_kl: float = 0.0  # trust region: mean KL (nats) from the sampling policy per update (0: none)
-    advantage: str = "group"  # group: episode reward - its group's mean; fork: per state, from forks (train/rl_fork.py)
+    # group: episode reward - its group's mean; fork: per state, from forks (train/rl_fork.py);
+    # exit: expert iteration, the policy refitted on the search's accepted paths (train/rl_exit.py)
+    advantage: str = "group"
     fork_k: int = 3  # fork: the current policy's top agents tried at a forked state (plus the sampled one)
     fork_states: int = 2  # fork: model-decided states forked per episode (a sample)
     fork_samples: int = 1  # fork: branches per tried agent (replicates beyond the first resample the world)
@@ -82,6 +86,10 @@ class RLSettings:
             raise RLError("--group must be at least 2 (the baseline is the group's mean)")
         if self.advantage == "fork":
             self._check_fork()
+        if self.advantage == "exit" and (self.adv_norm != "none" or self.epochs != 1 or self.clip or self.entropy
+                                         or self.max_kl):
+            raise RLError("--advantage exit refits the policy on the search's paths (no gradient step): leave "
+                          "--adv-norm, --rl-epochs, --clip, --entropy and --max-kl at their defaults")
         if self.temperature <= 0 or self.lr <= 0:
             raise RLError("--temperature and --lr must be > 0")
         if min(self.pull, self.price_per_call, self.clip, self.entropy, self.max_kl) < 0:
@@ -97,7 +105,7 @@ class RLSettings:
                           "--entropy and --max-kl at their defaults")
 
 
-ADVANTAGES = ("group", "fork")
+ADVANTAGES = ("group", "fork", "exit")
 
 
 def _seed(*parts: object) -> int:
@@ -190,10 +198,14 @@ def run_rl(settings: RLSettings, init_dir: Path, out_dir: Path, log: Log = print
     if ckpt.iteration:
         log(f"resuming after iteration {ckpt.iteration} (from {out_dir / 'rl_checkpoints'})")
     params, history = ckpt.params, ckpt.history
+    pool = load_pool(out_dir, ckpt.iteration) if settings.advantage == "exit" else []
     for iteration in range(ckpt.iteration + 1, settings.iterations + 1):
         t0 = time.perf_counter()
-        params, batch, extra = _iterate(params, start, settings, _iteration_tasks(train, settings, iteration),
-                                        iteration)
+        tasks_now = _iteration_tasks(train, settings, iteration)
+        if settings.advantage == "exit":
+            params, batch, extra = _iterate_exit(params, settings, tasks_now, iteration, out_dir, pool)
+        else:
+            params, batch, extra = _iterate(params, start, settings, tasks_now, iteration)
         history.append({**_figures(iteration, batch, params, start, time.perf_counter() - t0), **extra})
         save_checkpoint(out_dir, Checkpoint(iteration, params, history, config))
         h = history[-1]
@@ -220,6 +232,18 @@ def _iterate(params: LinearWeights, start: LinearWeights, settings: RLSettings, 
     return rl_update(params, start, batch, lr=settings.lr, pull=settings.pull, temperature=settings.temperature,
                      epochs=settings.epochs, clip=settings.clip, entropy=settings.entropy,
                      max_kl=settings.max_kl), batch, extra
+
+
+def _iterate_exit(params: LinearWeights, settings: RLSettings, tasks: list[Task], iteration: int, out_dir: Path,
+                  pool: list[Example]) -> tuple[LinearWeights, Batch, dict[str, float]]:
+    """One expert-iteration step: search episodes, their accepted paths into the pool (saved before
+    the checkpoint), the policy refitted on the pool."""
+    episodes = asyncio.run(search_rollouts(tasks, params, settings, iteration))
+    examples = path_examples(episodes)
+    save_pool(out_dir, iteration, examples)
+    pool.extend(examples)
+    batch = group_advantages(episodes, settings.price_per_call)  # the episodes' figures; no gradient from them
+    return refit(pool, params), batch, {"exit_examples": float(len(examples)), "exit_pool": float(len(pool))}
 
 
 def write_artifact(out_dir: Path, params: LinearWeights, history: list[dict[str, float]], config: dict,

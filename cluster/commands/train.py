@@ -87,8 +87,9 @@ class Reinforce:
     clip: float = option(0.0, help="--rl: PPO-style clip of the probability ratio (0: none)")
     entropy: float = option(0.0, help="--rl: entropy bonus of the sampling policy")
     max_kl: float = option(0.0, help="--rl: trust region, mean KL (nats) from the sampling policy per update (0: none)")
-    advantage: str = option("group", help="--rl: group (episode reward - its group's mean) or fork (per state: "
-                                          "forked branches of the top agents, finished by the argmax)")
+    advantage: str = option("group", help="--rl: group (episode reward - its group's mean), fork (per state: "
+                                          "forked branches of the top agents, finished by the argmax) or exit "
+                                          "(expert iteration: refit on the verifier-guided search's accepted paths)")
     fork_k: int = option(3, help="--rl --advantage fork: top agents tried at a forked state (plus the sampled one)")
     fork_states: int = option(2, help="--rl --advantage fork: model-decided states forked per episode")
     fork_samples: int = option(1, help="--rl --advantage fork: branches per tried agent (their mean reward; "

@@ -83,11 +83,12 @@ def test_rl_refuses_bad_input_in_one_line(start_dir, tmp_path):
     assert "Traceback" not in result.output
 
 
-@pytest.mark.parametrize("advantage", ["group", "fork"])
+@pytest.mark.parametrize("advantage", ["group", "fork", "exit"])
 def test_a_resumed_run_ends_where_an_uninterrupted_one_does(start_dir, tmp_path, advantage):
     """Checkpoints keep float64 weights and every draw is seeded by (seed, iteration, task, k),
     so stopping after iteration 1 and resuming gives the uninterrupted run's weights exactly (in
-    fork mode too: the states forked are drawn by seed, the branches replay their snapshot's streams)."""
+    fork mode too: the states forked are drawn by seed, the branches replay their snapshot's streams;
+    in exit mode the resumed run refits on the pool its first iteration wrote)."""
     import numpy as np
 
     from train.rl_loop import RLSettings, run_rl
@@ -126,7 +127,8 @@ def test_fork_advantage_reaches_the_cli_and_its_checkpoints_refuse_a_changed_opt
     assert result.output.strip() == (f"error: {out}: its checkpoints were made with other settings (fork_k); "
                                      "use another --out, or the same settings to resume")
     for bad, message in ((["--advantage", "vine"], "error: --advantage 'vine': one of group, fork"),
-                         (["--advantage", "fork", "--clip", "0.2"], "error: --advantage fork takes one plain step")):
+                         (["--advantage", "fork", "--clip", "0.2"], "error: --advantage fork takes one plain step"),
+                         (["--advantage", "exit", "--rl-epochs", "2"], "error: --advantage exit refits the policy")):
         result = runner.invoke(app, ["train", "--rl", "--init-from", str(start_dir), "--out", str(tmp_path / "x"),
                                      "--tasks", TASKS, *bad])
         assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
