@@ -23,6 +23,7 @@ import asyncio
 import json
 import zlib
 from pathlib import Path
+from typing import Protocol
 
 from rollout.core.trajectory import EpisodeRecord, is_infra_failure
 from rollout.tasks.base import Task
@@ -33,11 +34,20 @@ from train.rl import CHECKPOINT_DIR, LinearWeights
 POOL_FILE = "exit-pool-{:05d}.jsonl"
 
 
+class RolloutSettings(Protocol):
+    """What the search rollouts read of the run's settings (train.rl_loop.RLSettings)."""
+
+    llm: str
+    concurrency: int
+    seed: int
+    group: int
+
+
 def _world_seed(seed: int, iteration: int, task_id: str, k: int) -> int:
     return zlib.crc32(f"{seed}|exit|{iteration}|{task_id}|{k}".encode()) % 2**31
 
 
-async def search_rollouts(tasks: list[Task], params: LinearWeights, settings: object, iteration: int
+async def search_rollouts(tasks: list[Task], params: LinearWeights, settings: RolloutSettings, iteration: int
                           ) -> list[tuple[str, EpisodeRecord]]:
     """`group` search episodes per task with the current policy (argmax, rules first) as the prior."""
     from rollout.loop.episode import EpisodeConfig, run_episode
@@ -45,11 +55,11 @@ async def search_rollouts(tasks: list[Task], params: LinearWeights, settings: ob
     from rollout.policies.search import SearchPolicy, SearchSpec
     from rollout.sim.spec import sim_config_for
 
-    sim = sim_config_for(settings.llm)  # type: ignore[attr-defined]
-    sem = asyncio.Semaphore(settings.concurrency)  # type: ignore[attr-defined]
+    sim = sim_config_for(settings.llm)
+    sem = asyncio.Semaphore(settings.concurrency)
 
     async def one(task: Task, k: int) -> tuple[str, EpisodeRecord]:
-        world_seed = _world_seed(settings.seed, iteration, task.task_id, k)  # type: ignore[attr-defined]
+        world_seed = _world_seed(settings.seed, iteration, task.task_id, k)
         prior = RulesFirst(HashedLinearPolicy(params.buckets, params.weights, params.bias, params.n_buckets,
                                               version=f"exit-{iteration}"))
         config = EpisodeConfig(seed=world_seed, run_id=f"exit-{iteration}", sim=sim)
@@ -58,8 +68,7 @@ async def search_rollouts(tasks: list[Task], params: LinearWeights, settings: ob
                                        episode_id=f"exit-{iteration}-{world_seed}")
         return task.task_id, record
 
-    group = settings.group  # type: ignore[attr-defined]
-    return list(await asyncio.gather(*(one(t, k) for t in tasks for k in range(group))))
+    return list(await asyncio.gather(*(one(t, k) for t in tasks for k in range(settings.group))))
 
 
 def path_examples(episodes: list[tuple[str, EpisodeRecord]]) -> list[Example]:
