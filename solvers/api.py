@@ -132,10 +132,7 @@ def plan(domain: str, problem: str, *, planner: PlannerName = "fd", search: str 
         return _plan(domain, problem, name, search, alias, limits, sandbox, t0)
     config = PLANNERS.get(name).config(alias, search)  # ValueError: unknown alias
     key = store.key("plan", name, _planner_version(name), config, domain, problem)
-    result, hit = store.compute_once(key, lambda: _plan(domain, problem, name, search, alias, limits, sandbox, t0))
-    if hit:
-        result.wall_s = time.monotonic() - t0
-    return result  # type: ignore[return-value]
+    return _through_cache(store, key, t0, lambda: _plan(domain, problem, name, search, alias, limits, sandbox, t0))
 
 
 @functools.lru_cache(maxsize=8)
@@ -229,6 +226,14 @@ def _checked(call: Callable[[RunRequest], R], pool: WorkerPool, files: dict[str,
     return _finish(result, runs, t0)
 
 
+def _through_cache(store: cache.ResultCache, key: str, t0: float, compute: Callable[[], R]) -> R:
+    """`compute()`'s answer through the result cache; a hit's wall time is this call's own."""
+    result, hit = store.compute_once(key, compute)
+    if hit:
+        result.wall_s = time.monotonic() - t0
+    return result
+
+
 def _finish(result: R, runs: list[RunResult], t0: float) -> R:
     if not runs:  # the planner answered without running anything (a task it cannot take)
         result.wall_s = time.monotonic() - t0
@@ -294,10 +299,7 @@ def validate(domain: str, problem: str, plan_text: str, *, limits: Limits = Limi
     if store is None:
         return _validate(domain, problem, plan_text, limits, sandbox, t0, name)
     key = store.key("validate", name, _planner_version(name), domain, problem, plan_text)
-    result, hit = store.compute_once(key, lambda: _validate(domain, problem, plan_text, limits, sandbox, t0, name))
-    if hit:
-        result.wall_s = time.monotonic() - t0
-    return result  # type: ignore[return-value]
+    return _through_cache(store, key, t0, lambda: _validate(domain, problem, plan_text, limits, sandbox, t0, name))
 
 
 def _validator_for(validator: str | None) -> str:

@@ -57,11 +57,6 @@ class ResultCache:
             digest.update(data)
         return digest.hexdigest()
 
-    def get(self, key: str) -> PlanResult | ValidationResult | None:
-        found = self._find(key)
-        self._count(hit=found is not None)
-        return found
-
     def _find(self, key: str) -> PlanResult | ValidationResult | None:
         """A copy of the stored answer (cpu_s 0: a hit costs no solver CPU), or None; not counted."""
         with self._lock:
