@@ -57,15 +57,16 @@ async def search_rollouts(tasks: list[Task], params: LinearWeights, settings: Ro
 
     sim = sim_config_for(settings.llm)
     sem = asyncio.Semaphore(settings.concurrency)
+    # one policy for the iteration's episodes: neither it nor its prior keeps state between episodes
+    prior = RulesFirst(HashedLinearPolicy(params.buckets, params.weights, params.bias, params.n_buckets,
+                                          version=f"exit-{iteration}"))
+    policy = SearchPolicy(SearchSpec(), prior)
 
     async def one(task: Task, k: int) -> tuple[str, EpisodeRecord]:
         world_seed = _world_seed(settings.seed, iteration, task.task_id, k)
-        prior = RulesFirst(HashedLinearPolicy(params.buckets, params.weights, params.bias, params.n_buckets,
-                                              version=f"exit-{iteration}"))
         config = EpisodeConfig(seed=world_seed, run_id=f"exit-{iteration}", sim=sim)
         async with sem:
-            record = await run_episode(task, SearchPolicy(SearchSpec(), prior), config,
-                                       episode_id=f"exit-{iteration}-{world_seed}")
+            record = await run_episode(task, policy, config, episode_id=f"exit-{iteration}-{world_seed}")
         return task.task_id, record
 
     return list(await asyncio.gather(*(one(t, k) for t in tasks for k in range(settings.group))))
