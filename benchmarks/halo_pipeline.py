@@ -3,7 +3,9 @@
 Teacher rollouts (the simulated prompted teacher, `rules+teacher:model=sim`) over the training
 tasks -> verifier filter -> augmentation -> (LLM-as-judge skipped: no endpoint) -> fast policy
 -> DAgger rounds (--dagger-rounds: the fast policy runs on the training tasks, the teacher labels
-its model-decided states, it is retrained on the union; train/dagger.py)
+its model-decided states, it is retrained on the union; train/dagger.py) -> expert iteration
+(--exit-iterations: the verifier-guided search with the policy as its prior runs on the training
+tasks, the policy is refitted on the paths the validator accepted; train/rl_exit.py)
 (+ with --llm-policy a short SmolLM2-135M LoRA run on CPU) -> evaluation on held-out tasks, per
 benchmark family, against the teacher, rules+random and the majority class, with the paper's
 published real-LLM figures as separate rows. Then the ablations (unfiltered / validator /
@@ -69,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--train-seeds", type=int, default=None)
     ap.add_argument("--eval-seeds", type=int, default=None,
                     help="episodes per held-out task and policy (default 6; --quick 1)")
-    ap.add_argument("--cross-domain-seeds", type=int, default=2, help="episodes per task in the cross-domain table")
+    ap.add_argument("--cross-domain-seeds", type=int, default=None,
+                    help="episodes per task in the cross-domain table (default 6; --quick 2)")
     ap.add_argument("--progress-only", action="store_true",
                     help="train the main fast policy with the step-level verifier filter (ablated either way)")
     ap.add_argument("--hindsight", action="store_true",
@@ -91,13 +94,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="student episodes per training task and DAgger round (0: --train-seeds)")
     ap.add_argument("--dagger-beta", type=float, default=0.0,
                     help="probability that the teacher's label runs instead of the student's choice")
+    ap.add_argument("--exit-iterations", type=int, default=None,
+                    help="expert-iteration rounds after DAgger: the verifier-guided search with the policy as its "
+                         "prior on the training tasks, the policy refitted on its accepted paths (default: the "
+                         "pipeline's; 0: off)")
+    ap.add_argument("--exit-group", type=int, default=2, help="search episodes per training task and round")
     ap.add_argument("--usd-per-hour", type=float, default=1.2, help="hardware price of the trained policy")
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--llm-policy", action="store_true", help="also train and evaluate the SmolLM2 LoRA policy")
     ap.add_argument("--llm-steps", type=int, default=30)
     ap.add_argument("--llm-eval-tasks", type=int, default=20)
     ap.add_argument("--natural-plan", type=int, default=None,
-                    help="generated Natural Plan tasks per task type and level added to the tasks (default 5; "
+                    help="generated Natural Plan tasks per task type and level added to the tasks (default 15; "
                          "--quick 2; 0: none)")
     ap.add_argument("--classical-paper", type=int, default=None,
                     help="tasks per level of the classical-paper preset added to the tasks (default 30, the "
@@ -116,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
 
     out = args.out or tempfile.mkdtemp(prefix="halo-pipeline-")
     tasks = args.tasks or ("planbench:all:10,ipc:bundled" if args.quick else "planbench:all:25,ipc:bundled")
-    np_count = (2 if args.quick else 5) if args.natural_plan is None else args.natural_plan
+    np_count = (2 if args.quick else 15) if args.natural_plan is None else args.natural_plan
     if np_count > 0:
         tasks += "," + natural_plan_set(Path(out) / "natural-plan-set", np_count)
     cp_count = (2 if args.quick else 30) if args.classical_paper is None else args.classical_paper
@@ -131,9 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         retry_prior=args.retry_prior, dagger_check=args.dagger_check, dagger_beta=args.dagger_beta,
         dagger_seeds=args.dagger_seeds,
         **({} if args.dagger_rounds is None else {"dagger_rounds": args.dagger_rounds}),
+        **({} if args.exit_iterations is None else {"exit_iterations": args.exit_iterations}),
+        exit_group=args.exit_group,
         teacher=args.teacher, baseline=args.baseline, train_seeds=args.train_seeds or (2 if args.quick else 6),
         eval_seeds=args.eval_seeds or (1 if args.quick else 6),
-        cross_domain_seeds=args.cross_domain_seeds, progress_only=args.progress_only,
+        cross_domain_seeds=args.cross_domain_seeds or (2 if args.quick else 6), progress_only=args.progress_only,
         hardware_usd_per_hour=args.usd_per_hour,
         concurrency=args.concurrency, ablations=not args.no_ablations, cross_domain=not args.no_cross_domain,
         llm_policy=args.llm_policy, llm_steps=args.llm_steps, llm_eval_tasks=args.llm_eval_tasks, llm=args.llm)

@@ -212,8 +212,9 @@ def run_rl(settings: RLSettings, init_dir: Path, out_dir: Path, log: Log = print
         log(f"iteration {iteration}/{settings.iterations}: reward {h['mean_reward']:.3f}, oracle "
             f"{h['oracle_success']:.3f}, calls {h['llm_calls']:.2f}, {int(h['episodes'])} episodes, "
             f"{int(h['infra_excluded'])} infra-excluded, {h['seconds']:.0f} s")
-    start_metrics = Manifest.load(init_dir).metrics  # e.g. majority_agent, which `halo eval` compares with
-    return write_artifact(out_dir, params, history, config, [t.task_id for t in train], start_metrics)
+    start = Manifest.load(init_dir)  # its metrics (e.g. majority_agent, which `halo eval` compares with)
+    return write_artifact(out_dir, params, history, config, [t.task_id for t in train], start.metrics,
+                          decision_settings(start.extra))
 
 
 def _iterate(params: LinearWeights, start: LinearWeights, settings: RLSettings, tasks: list[Task], iteration: int
@@ -247,9 +248,11 @@ def _iterate_exit(params: LinearWeights, settings: RLSettings, tasks: list[Task]
 
 
 def write_artifact(out_dir: Path, params: LinearWeights, history: list[dict[str, float]], config: dict,
-                   task_ids: list[str], start_metrics: dict[str, float] | None = None) -> Manifest:
+                   task_ids: list[str], start_metrics: dict[str, float] | None = None,
+                   start_settings: dict | None = None) -> Manifest:
     """The fast-policy artifact (weights.npz + manifest.json), its history and its curves; the
-    start's metrics are kept beside RL's (rl_*)."""
+    start's metrics are kept beside RL's (rl_*), and its decision settings (repeat limit, move-on
+    weight) go on with the weights, which RL changes and they do not."""
     import json
 
     from train.plot import plot_rl_curves
@@ -269,11 +272,18 @@ def write_artifact(out_dir: Path, params: LinearWeights, history: list[dict[str,
                         created_at=time.time(),
                         extra={"n_buckets": params.n_buckets, "nonzero_buckets": int(np.count_nonzero(
                             np.abs(params.weights).sum(axis=1))), "rl": config,
-                               **_feature_version()})
+                               **_feature_version(), **(start_settings or {})})
     manifest.verify()
     manifest.save(out_dir)
     write_train_tasks(out_dir, task_ids)
     return manifest
+
+
+DECISION_SETTINGS = ("max_tries", "retry_discount", "retry_prior")  # HashedLinearPolicy's, from the manifest
+
+
+def decision_settings(extra: dict) -> dict:
+    return {k: extra[k] for k in DECISION_SETTINGS if k in extra}
 
 
 def _feature_version() -> dict[str, int | str]:
