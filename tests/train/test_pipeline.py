@@ -3,18 +3,27 @@ verifier filter, augmentation, the fast policy, and the held-out comparison tabl
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from rollout.store import TrajectoryStore
+from rollout.tasks.loaders import load_tasks
 from train.pipeline import (
     COLUMNS,
+    EXIT_STAGE_KEY,
+    NO_EXIT_LABEL,
     PAIRED_KEY,
+    XD_PAIRED,
     PipelineConfig,
     PipelineError,
+    domain_key,
     format_report,
     format_table,
     run_pipeline,
+    split_tasks,
 )
+from train.table2 import table2_family
 
 SIM = "simulated (llm_backend=sim)"
 
@@ -66,6 +75,13 @@ def test_pipeline_small_end_to_end(tmp_path):
     assert extra["retry_discount"] == pytest.approx(retry_discount_from(episodes))
     assert 0.05 <= extra["retry_discount"] < 1
     assert extra["feature_version"] == "halo-feat-4"
+    # expert iteration from the DAgger policy is the main policy; its decision settings go on with it
+    exit_manifest = Manifest.load(tmp_path / "models" / "fast-exit")
+    assert exit_manifest.extra["rl"]["advantage"] == "exit" and 0.05 <= exit_manifest.extra["retry_discount"] < 1
+    searched = result.stages[EXIT_STAGE_KEY]
+    assert searched["episodes"] == 2 * result.stages["tasks"]["train"] and searched["exit_examples"] > 0
+    assert rows[("all", NO_EXIT_LABEL)].episodes == fast.episodes
+    assert NO_EXIT_LABEL in result.stages[PAIRED_KEY]
     # Table 2: families x policies with the paper's accounting, in pipeline.json
     import json
 
@@ -76,6 +92,25 @@ def test_pipeline_small_end_to_end(tmp_path):
         assert rows["fast policy"]["llm_calls"] >= 1 + rows["fast policy"]["decision_calls"]  # the draft counted
         assert rows["prompted teacher"]["usd_paper"] == rows["prompted teacher"]["usd_ours"] > 0
     assert "Table 2" in format_report(result) and "published real-LLM (paper)" in format_report(result)
+
+
+def test_cross_domain_pairs_the_held_out_domains_with_a_policy_that_saw_them(tmp_path):
+    """The cross-domain verdict's figure: on the held-out domains' held-out tasks, the stage-2 policy
+    (trained with those domains) minus the one trained without them, same tasks and seeds."""
+    cfg = PipelineConfig(out=str(tmp_path), tasks="planbench:all:2,ipc:bundled", train_seeds=1, eval_seeds=1,
+                         ablations=False, cross_domain=True, cross_domain_seeds=1, concurrency=8, stronger="",
+                         vanilla=False, dynamic_ablation=False, dagger_rounds=0, exit_iterations=0)
+    result = run_pipeline(cfg, log=lambda _: None)
+    tasks = [t for t in load_tasks(cfg.tasks) if t.gold_domain and t.gold_problem]
+    unseen = Counter(table2_family(t.family) for t in split_tasks(tasks, cfg.held_out_fraction, cfg.seed)[1]
+                     if domain_key(t) in cfg.holdout_domains)
+    rows = {r["family"]: r for r in result.cross_domain}
+    assert set(rows) == {"planbench", "classical"}
+    for fam, row in rows.items():
+        paired = row[XD_PAIRED]
+        assert paired["episodes"] == unseen[fam] >= 1  # one seed: one pair per such task
+        verdict = next(v for v in result.targets if v[0].startswith(f"cross-domain {fam}:"))
+        assert f"{paired['difference']:+.2f}" in verdict[2] or "cannot be judged" in verdict[2]
 
 
 @pytest.mark.parametrize("kwargs,message", [
