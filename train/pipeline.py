@@ -680,6 +680,9 @@ def ablation_stage(cfg: PipelineConfig, split: TaskSplit, fast: FastPolicies, ev
     return Ablations(rows, paired)
 
 
+XD_PAIRED = "trained with the domains minus without (paired)"  # the cross-domain row's verdict figure
+
+
 def _cross_domain(episodes: list[EpisodeRecord], tasks: list[Task], eval_tasks: list[Task], seeds: list[int],
                   out: Path, cfg: PipelineConfig, result: PipelineResult, seen_model: Path) -> list[dict]:
     """Per Table-2 family, the policy trained without the held-out domains (the stage-2 recipe on the
@@ -711,11 +714,8 @@ def _cross_domain(episodes: list[EpisodeRecord], tasks: list[Task], eval_tasks: 
                      "held-out-domain episodes": len(b), "held-out-domain oracle": _oracle(b),
                      "gap (points)": round(100 * (_oracle(a) - _oracle(b)), 1),
                      "teacher on held-out domains": _oracle(teacher_ood),
-                     "trained with the domains minus without (paired)": paired_difference(seen, b)})
+                     XD_PAIRED: paired_difference(seen, b)})
     return rows
-
-
-XD_PAIRED = "trained with the domains minus without (paired)"
 
 
 def _oracle(records: list[EpisodeRecord]) -> float:
