@@ -272,6 +272,14 @@ def _decision_settings(max_tries: int, retry_discount: float, retry_prior: str) 
     return out or None
 
 
+DECISION_SETTINGS = ("max_tries", "retry_discount", "retry_prior")  # the manifest keys HashedLinearPolicy.load reads
+
+
+def decision_settings(extra: dict) -> dict:
+    """The decision settings a manifest's `extra` holds (a policy refitted from it keeps them)."""
+    return {k: extra[k] for k in DECISION_SETTINGS if k in extra}
+
+
 def retry_discount_from(episodes: Iterable[EpisodeRecord], check: str = "validator") -> float:
     """How often the teacher's chosen agent left the validator's verdict unchanged
     (train/examples.progress_step), over the model-decided steps of the accepted episodes; with one

@@ -24,7 +24,7 @@ from rollout.core.trajectory import EpisodeRecord
 from rollout.tasks.base import Task
 from train.encoder import ENCODER_VERSION
 from train.examples import Example
-from train.fast_policy import ID_LABELS, POLICY_CLASS, WEIGHTS_FILE, HashedLinearPolicy
+from train.fast_policy import ID_LABELS, POLICY_CLASS, WEIGHTS_FILE, HashedLinearPolicy, decision_settings
 from train.manifest import Manifest
 from train.rl import (
     ADVANTAGE_NORMS,
@@ -277,13 +277,6 @@ def write_artifact(out_dir: Path, params: LinearWeights, history: list[dict[str,
     manifest.save(out_dir)
     write_train_tasks(out_dir, task_ids)
     return manifest
-
-
-DECISION_SETTINGS = ("max_tries", "retry_discount", "retry_prior")  # HashedLinearPolicy's, from the manifest
-
-
-def decision_settings(extra: dict) -> dict:
-    return {k: extra[k] for k in DECISION_SETTINGS if k in extra}
 
 
 def _feature_version() -> dict[str, int | str]:
