@@ -697,18 +697,19 @@ def _cross_domain(episodes: list[EpisodeRecord], tasks: list[Task], eval_tasks: 
                                    augment=cfg.augment_copies, cfg=cfg)
     result.stages["dataset fast-cross-domain"] = stages
     spec, rows = f"rules+model:{model}", []
+    held_out_ids = {t.task_id for t in eval_tasks}
     # per Table-2 family: the generated classical sets are the classical family's, as in Table 2
     for fam in sorted({table2_family(f) for f in _families(tasks)}):
         ind = [t for t in eval_tasks if table2_family(t.family) == fam and domain_key(t) not in held]
         ood = [t for t in tasks if table2_family(t.family) == fam and domain_key(t) in held]
         if not ind or not ood:
             continue
-        unseen_ids = {t.task_id for t in eval_tasks} & {t.task_id for t in ood}  # no policy trained on these
+        unseen = [t for t in ood if t.task_id in held_out_ids]  # no policy trained on these
         teacher_ood = run_policy(ood, cfg.teacher, seeds, "pipeline-xdomain-teacher", cfg.concurrency, cfg.llm).records
         a = run_policy(ind, spec, seeds, "pipeline-xdomain-in", cfg.concurrency, cfg.llm).records
         b = run_policy(ood, spec, seeds, "pipeline-xdomain-out", cfg.concurrency, cfg.llm).records
-        seen = run_policy([t for t in ood if t.task_id in unseen_ids], f"rules+model:{seen_model}", seeds,
-                          "pipeline-xdomain-seen", cfg.concurrency, cfg.llm).records if unseen_ids else []
+        seen = run_policy(unseen, f"rules+model:{seen_model}", seeds, "pipeline-xdomain-seen", cfg.concurrency,
+                          cfg.llm).records if unseen else []
         rows.append({"family": fam, "held-out domains": ", ".join(sorted({t.domain_name for t in ood})),
                      "in-distribution episodes": len(a), "in-distribution oracle": _oracle(a),
                      "held-out-domain episodes": len(b), "held-out-domain oracle": _oracle(b),
