@@ -36,8 +36,11 @@ def worker_infrastructure() -> set[int]:
             pids.add(top)
             # bwrap -> bwrap (pid-namespace init) -> python _worker.py; nothing below that.
             for child in proc.children(recursive=True):
-                if child.name().startswith("bwrap") or "_worker.py" in " ".join(child.cmdline()):
-                    pids.add(child.pid)
+                try:
+                    if child.name().startswith("bwrap") or "_worker.py" in " ".join(child.cmdline()):
+                        pids.add(child.pid)
+                except psutil.NoSuchProcess:  # exited (or a zombie, a subclass) since it was listed
+                    continue
     return pids
 
 
