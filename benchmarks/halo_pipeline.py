@@ -73,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="episodes per held-out task and policy (default 6; --quick 1)")
     ap.add_argument("--cross-domain-seeds", type=int, default=None,
                     help="episodes per task in the cross-domain table (default 6; --quick 2)")
+    ap.add_argument("--cross-domain-pairs", type=int, default=None,
+                    help="the least number of pairs the cross-domain verdict rests on; its seeds are raised "
+                         "per family to reach it (default 400; --quick 0: --cross-domain-seeds)")
     ap.add_argument("--progress-only", action="store_true",
                     help="train the main fast policy with the step-level verifier filter (ablated either way)")
     ap.add_argument("--hindsight", action="store_true",
@@ -143,7 +146,10 @@ def main(argv: list[str] | None = None) -> int:
         exit_group=args.exit_group,
         teacher=args.teacher, baseline=args.baseline, train_seeds=args.train_seeds or (2 if args.quick else 6),
         eval_seeds=args.eval_seeds or (1 if args.quick else 6),
-        cross_domain_seeds=args.cross_domain_seeds or (2 if args.quick else 6), progress_only=args.progress_only,
+        cross_domain_seeds=args.cross_domain_seeds or (2 if args.quick else 6),
+        cross_domain_min_pairs=(0 if args.quick else 400) if args.cross_domain_pairs is None
+        else args.cross_domain_pairs,
+        progress_only=args.progress_only,
         hardware_usd_per_hour=args.usd_per_hour,
         concurrency=args.concurrency, ablations=not args.no_ablations, cross_domain=not args.no_cross_domain,
         llm_policy=args.llm_policy, llm_steps=args.llm_steps, llm_eval_tasks=args.llm_eval_tasks, llm=args.llm)

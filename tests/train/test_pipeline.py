@@ -23,6 +23,7 @@ from train.pipeline import (
     format_table,
     run_pipeline,
     split_tasks,
+    verdict_seeds,
 )
 from train.table2 import table2_family
 
@@ -99,8 +100,9 @@ def test_cross_domain_pairs_the_held_out_domains_with_a_policy_that_saw_them(tmp
     """The cross-domain verdict's figure: on the held-out domains' held-out tasks, the stage-2 policy
     (trained with those domains) minus the one trained without them, same tasks and seeds."""
     cfg = PipelineConfig(out=str(tmp_path), tasks="planbench:all:2,ipc:bundled", train_seeds=1, eval_seeds=1,
-                         ablations=False, cross_domain=True, cross_domain_seeds=1, concurrency=8, stronger="",
-                         vanilla=False, dynamic_ablation=False, dagger_rounds=0, exit_iterations=0)
+                         ablations=False, cross_domain=True, cross_domain_seeds=1, cross_domain_min_pairs=3,
+                         concurrency=8, stronger="", vanilla=False, dynamic_ablation=False, dagger_rounds=0,
+                         exit_iterations=0)
     result = run_pipeline(cfg, log=lambda _: None)
     tasks = [t for t in load_tasks(cfg.tasks) if t.gold_domain and t.gold_problem]
     unseen = Counter(table2_family(t.family) for t in split_tasks(tasks, cfg.held_out_fraction, cfg.seed)[1]
@@ -109,16 +111,25 @@ def test_cross_domain_pairs_the_held_out_domains_with_a_policy_that_saw_them(tmp
     assert set(rows) == {"planbench", "classical"}
     for fam, row in rows.items():
         paired = row[XD_PAIRED]
-        assert paired["episodes"] == unseen[fam] >= 1  # one seed: one pair per such task
+        # one pair per such task and seed; the seeds go on past the one asked for until 3 pairs
+        assert row["verdict seeds"] == max(1, -(-3 // unseen[fam]))
+        assert paired["episodes"] == unseen[fam] * row["verdict seeds"] >= 3
         _, ok, figures = next(v for v in result.targets if v[0].startswith(f"cross-domain {fam}:"))
         # the verdict reads that figure: here too few pairs to judge, said with their count
         assert paired["episodes"] < MIN_EPISODES and not ok
         assert f"cross-domain/{fam} has {int(paired['episodes'])} episodes" in figures
 
 
+def test_verdict_seeds_continue_the_sequence_until_enough_pairs():
+    assert verdict_seeds([20_000, 20_001], tasks=12, min_pairs=400) == list(range(20_000, 20_034))
+    assert verdict_seeds([20_000, 20_001], tasks=42, min_pairs=0) == [20_000, 20_001]
+    assert verdict_seeds([5], tasks=0, min_pairs=400) == [5]  # no task: nothing to pair
+
+
 @pytest.mark.parametrize("kwargs,message", [
     ({"train_seeds": 0}, "at least 1"),
     ({"cross_domain_seeds": 0}, "at least 1"),
+    ({"cross_domain_min_pairs": -1}, "cross_domain_min_pairs must be >= 0"),
     ({"held_out_fraction": 1.0}, "held_out_fraction"),
     ({"tasks": "planbench:blocksworld:4", "holdout_domains": ("classical/nowhere",)}, "not in the tasks"),
     ({"tasks": "planbench:nowhere"}, "unknown PlanBench domain"),
