@@ -73,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="episodes per held-out task and policy (default 6; --quick 1)")
     ap.add_argument("--cross-domain-seeds", type=int, default=None,
                     help="episodes per task in the cross-domain table (default 6; --quick 2)")
+    ap.add_argument("--table2-pairs", type=int, default=None,
+                    help="the least number of paired episodes per family the Table-2 verdicts rest on: the trained "
+                         "policy and the two teachers run more seeds to reach it (default 1000; --quick 0)")
     ap.add_argument("--cross-domain-pairs", type=int, default=None,
                     help="the least number of pairs the cross-domain verdict rests on; its seeds are raised "
                          "per family to reach it (default 400; --quick 0: --cross-domain-seeds)")
@@ -149,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         cross_domain_seeds=args.cross_domain_seeds or (2 if args.quick else 6),
         cross_domain_min_pairs=(0 if args.quick else 400) if args.cross_domain_pairs is None
         else args.cross_domain_pairs,
+        table2_min_pairs=(0 if args.quick else 1000) if args.table2_pairs is None else args.table2_pairs,
         progress_only=args.progress_only,
         hardware_usd_per_hour=args.usd_per_hour,
         concurrency=args.concurrency, ablations=not args.no_ablations, cross_domain=not args.no_cross_domain,

@@ -26,6 +26,7 @@ import json
 import math
 import time
 import zlib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -86,6 +87,12 @@ class PipelineConfig:
     # three discordant pairs moved its upper bound by 8 points. Its seeds are raised per family until it
     # rests on at least this many pairs (0: cross_domain_seeds, as the table's other columns).
     cross_domain_min_pairs: int = 400
+    # The Table-2 verdicts are non-inferiority bounds with 2- and 3-point margins on paired episodes; at
+    # 6 seeds PlanBench has 198 pairs (paired SE about 2.5 points), where even a policy identical to the
+    # teacher fails "within 3" (0 - 1.645 x 2.5 < -3). The trained policy and the two prompted teachers
+    # run on more seeds per family until each family's verdicts rest on at least this many pairs
+    # (0: eval_seeds, as every other row).
+    table2_min_pairs: int = 1000
     held_out_fraction: float = 0.3
     holdout_domains: tuple[str, ...] = DEFAULT_HOLDOUT_DOMAINS
     hardware_usd_per_hour: float = 1.2  # what the trained policy's CPU/GPU costs per hour
@@ -134,8 +141,9 @@ class PipelineConfig:
     def check(self) -> None:
         if self.train_seeds < 1 or self.eval_seeds < 1 or self.cross_domain_seeds < 1:
             raise PipelineError("train_seeds, eval_seeds and cross_domain_seeds must be at least 1")
-        if self.cross_domain_min_pairs < 0:
-            raise PipelineError(f"cross_domain_min_pairs must be >= 0, got {self.cross_domain_min_pairs}")
+        if self.cross_domain_min_pairs < 0 or self.table2_min_pairs < 0:
+            raise PipelineError(f"cross_domain_min_pairs and table2_min_pairs must be >= 0, got "
+                                f"{self.cross_domain_min_pairs} and {self.table2_min_pairs}")
         if not 0.0 < self.held_out_fraction < 1.0:
             raise PipelineError(f"held_out_fraction must be in (0, 1), got {self.held_out_fraction}")
         if self.hardware_usd_per_hour < 0:
@@ -390,14 +398,20 @@ def _train_variant(episodes: list[EpisodeRecord], out: Path, name: str, *, check
 
 
 def _evaluate(result: PipelineResult, families: list[str], tasks: list[Task], label: str, spec: str,
-              seeds: list[int], cfg: PipelineConfig, rows: list[Row]) -> dict[str, RunResult]:
+              seeds: list[int], cfg: PipelineConfig, rows: list[Row], min_pairs: int = 0) -> dict[str, RunResult]:
+    """`label`'s episodes per task family on `tasks` x `seeds`, the seeds continued per Table-2 family
+    until it has `min_pairs` episodes."""
+    from train.table2 import table2_family
+
     t0 = time.perf_counter()
     runs: dict[str, RunResult] = {}
+    sizes = Counter(table2_family(t.family) for t in tasks)
     for fam in families:
         fam_tasks = [t for t in tasks if t.family == fam]
         if not fam_tasks:
             continue
-        runs[fam] = run_policy(fam_tasks, spec, seeds, f"pipeline-eval-{label}", cfg.concurrency, cfg.llm)
+        fam_seeds = verdict_seeds(seeds, sizes[table2_family(fam)], min_pairs)
+        runs[fam] = run_policy(fam_tasks, spec, fam_seeds, f"pipeline-eval-{label}", cfg.concurrency, cfg.llm)
         rows.append(summarize_run(fam, label, runs[fam], cfg.hardware_usd_per_hour))
     if len(runs) > 1:
         merged = RunResult([r for run in runs.values() for r in run.records], None)
@@ -622,10 +636,12 @@ def evaluation_stage(cfg: PipelineConfig, split: TaskSplit, episodes: list[Episo
                      out: Path, result: PipelineResult, log: Log) -> Evaluation:
     """Stage 3 (and 3b, the optional LLM policy): the comparison on the held-out tasks, its paired
     differences and Table 2."""
-    from train.table2 import attach_table2
+    from train.table2 import STRONGER, TRAINED, WEAKER, attach_table2
 
     eval_tasks = split.held_out
-    log(f"[3/6] evaluation on {len(eval_tasks)} held-out tasks x {len(split.eval_seeds)} seeds")
+    more = f" (the trained policy and the teachers: to {cfg.table2_min_pairs} per family)" \
+        if cfg.table2_min_pairs else ""
+    log(f"[3/6] evaluation on {len(eval_tasks)} held-out tasks x {len(split.eval_seeds)} seeds{more}")
     specs = _eval_specs(cfg, fast)
     subset = cfg.llm_eval_tasks and cfg.llm_eval_tasks < len(eval_tasks)
     if cfg.llm_policy:
@@ -639,8 +655,9 @@ def evaluation_stage(cfg: PipelineConfig, split: TaskSplit, episodes: list[Episo
     evaluation = Evaluation(specs, {}, [])
     for label, spec in specs:
         tasks = llm_subset if label in (LLM_LABEL, LLM_BASELINE_LABEL) else eval_tasks
+        min_pairs = cfg.table2_min_pairs if label in (TRAINED, WEAKER, STRONGER) else 0
         evaluation.runs[label] = _evaluate(result, split.families, tasks, label, spec, split.eval_seeds, cfg,
-                                           evaluation.rows)
+                                           evaluation.rows, min_pairs)
     result.comparison = evaluation.rows + published_rows(split.families)
     merged = evaluation.merged()
     result.stages["LLM calls per episode by source"] = {label: calls_by_source(recs) for label, recs in merged.items()}

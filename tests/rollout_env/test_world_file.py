@@ -187,7 +187,7 @@ def test_pipeline_in_another_world_records_its_hash(tmp_path: Path) -> None:
     for llm in ("sim", f"sim:world={changed}"):
         cfg = PipelineConfig(out=str(tmp_path / ("a" if llm == "sim" else "b")), tasks="planbench:all:2",
                              train_seeds=1, eval_seeds=1, ablations=False, cross_domain=False, concurrency=8, llm=llm,
-                             exit_iterations=0)
+                             exit_iterations=0, table2_min_pairs=0)
         result = run_pipeline(cfg, log=lambda _: None)
         stages[llm] = result.stages
         pipeline_json = (Path(cfg.out) / "pipeline.json").read_text()

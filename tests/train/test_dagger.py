@@ -148,7 +148,7 @@ def test_pipeline_has_the_dagger_stage_and_the_row_without_it(tmp_path):
 
     cfg = PipelineConfig(out=str(tmp_path), tasks="planbench:all:2,ipc:bundled", train_seeds=1, eval_seeds=1,
                          ablations=False, cross_domain=False, stronger="", vanilla=False, dynamic_ablation=False,
-                         concurrency=8, dagger_rounds=1, exit_iterations=0)
+                         concurrency=8, dagger_rounds=1, exit_iterations=0, table2_min_pairs=0)
     result = run_pipeline(cfg, log=lambda _: None)
     rows = {(r.family, r.policy): r for r in result.comparison}
     assert rows[("all", NO_DAGGER_LABEL)].episodes == rows[("all", "fast policy")].episodes > 0

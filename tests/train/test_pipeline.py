@@ -25,14 +25,14 @@ from train.pipeline import (
     split_tasks,
     verdict_seeds,
 )
-from train.table2 import table2_family
+from train.table2 import TABLE2_PAIRED_KEY, table2_family
 
 SIM = "simulated (llm_backend=sim)"
 
 
 def test_pipeline_small_end_to_end(tmp_path):
     cfg = PipelineConfig(out=str(tmp_path), tasks="planbench:all:2,ipc:bundled", train_seeds=1, eval_seeds=1,
-                         ablations=False, cross_domain=False, concurrency=8)
+                         ablations=False, cross_domain=False, concurrency=8, table2_min_pairs=6)
     result = run_pipeline(cfg, log=lambda _: None)
     table = format_table(result.comparison)
     assert table.splitlines()[0] == "| " + " | ".join(COLUMNS) + " |"
@@ -43,6 +43,11 @@ def test_pipeline_small_end_to_end(tmp_path):
             assert row.source == SIM and row.episodes and row.oracle_success is not None
             p = row.oracle_success
             assert row.oracle_se == pytest.approx((p * (1 - p) / row.episodes) ** 0.5)
+    # the Table-2 verdicts' three rows go on to 6 episodes per family; the others keep one per task
+    n_tasks = rows[("planbench", "rules+random")].episodes
+    for policy in ("fast policy", "prompted teacher", "stronger teacher"):
+        assert rows[("planbench", policy)].episodes == n_tasks * -(-6 // n_tasks)
+    assert result.stages[TABLE2_PAIRED_KEY]["planbench"]["fast policy - prompted teacher"]["episodes"] >= 6
     published = [r for r in result.comparison if r.source == "published real-LLM"]
     assert {r.family for r in published} == {"planbench", "classical"} and all(r.episodes is None for r in published)
 
@@ -82,7 +87,7 @@ def test_pipeline_small_end_to_end(tmp_path):
     assert exit_manifest.extra["rl"]["advantage"] == "exit" and 0.05 <= exit_manifest.extra["retry_discount"] < 1
     searched = result.stages[EXIT_STAGE_KEY]
     assert searched["episodes"] == 2 * result.stages["tasks"]["train"] and searched["exit_examples"] > 0
-    assert rows[("all", NO_EXIT_LABEL)].episodes == fast.episodes
+    assert rows[("all", NO_EXIT_LABEL)].episodes == rows[("all", "rules+random")].episodes  # one seed per task
     assert NO_EXIT_LABEL in result.stages[PAIRED_KEY]
     # Table 2: families x policies with the paper's accounting, in pipeline.json
     import json
@@ -101,8 +106,8 @@ def test_cross_domain_pairs_the_held_out_domains_with_a_policy_that_saw_them(tmp
     (trained with those domains) minus the one trained without them, same tasks and seeds."""
     cfg = PipelineConfig(out=str(tmp_path), tasks="planbench:all:2,ipc:bundled", train_seeds=1, eval_seeds=1,
                          ablations=False, cross_domain=True, cross_domain_seeds=1, cross_domain_min_pairs=3,
-                         concurrency=8, stronger="", vanilla=False, dynamic_ablation=False, dagger_rounds=0,
-                         exit_iterations=0)
+                         table2_min_pairs=0, concurrency=8, stronger="", vanilla=False, dynamic_ablation=False,
+                         dagger_rounds=0, exit_iterations=0)
     result = run_pipeline(cfg, log=lambda _: None)
     tasks = [t for t in load_tasks(cfg.tasks) if t.gold_domain and t.gold_problem]
     unseen = Counter(table2_family(t.family) for t in split_tasks(tasks, cfg.held_out_fraction, cfg.seed)[1]
@@ -129,7 +134,8 @@ def test_verdict_seeds_continue_the_sequence_until_enough_pairs():
 @pytest.mark.parametrize("kwargs,message", [
     ({"train_seeds": 0}, "at least 1"),
     ({"cross_domain_seeds": 0}, "at least 1"),
-    ({"cross_domain_min_pairs": -1}, "cross_domain_min_pairs must be >= 0"),
+    ({"cross_domain_min_pairs": -1}, "cross_domain_min_pairs and table2_min_pairs must be >= 0"),
+    ({"table2_min_pairs": -1}, "cross_domain_min_pairs and table2_min_pairs must be >= 0"),
     ({"held_out_fraction": 1.0}, "held_out_fraction"),
     ({"tasks": "planbench:blocksworld:4", "holdout_domains": ("classical/nowhere",)}, "not in the tasks"),
     ({"tasks": "planbench:nowhere"}, "unknown PlanBench domain"),
