@@ -82,16 +82,14 @@ class PipelineConfig:
     # episodes per task and policy in the cross-domain table; its in-distribution side is the held-out
     # split of the other domains (21 PlanBench tasks at the default size), so it needs the seeds
     cross_domain_seeds: int = 6
-    # the cross-domain verdict pairs two policies on the held-out domains' held-out tasks (12 PlanBench,
-    # 42 classical at the default size) and they agree on most episodes: at 6 seeds (72 PlanBench pairs)
-    # three discordant pairs moved its upper bound by 8 points. Its seeds are raised per family until it
-    # rests on at least this many pairs (0: cross_domain_seeds, as the table's other columns).
+    # The cross-domain verdict pairs two policies on the held-out domains' few held-out tasks, and they
+    # agree on most episodes, so a handful of discordant pairs decides it. Its seeds are raised per family
+    # until it rests on at least this many pairs (0: cross_domain_seeds, as the table's other columns).
     cross_domain_min_pairs: int = 400
-    # The Table-2 verdicts are non-inferiority bounds with 2- and 3-point margins on paired episodes; at
-    # 6 seeds PlanBench has 198 pairs (paired SE about 2.5 points), where even a policy identical to the
-    # teacher fails "within 3" (0 - 1.645 x 2.5 < -3). The trained policy and the two prompted teachers
-    # run on more seeds per family until each family's verdicts rest on at least this many pairs
-    # (0: eval_seeds, as every other row).
+    # The Table-2 verdicts are non-inferiority bounds with 2- and 3-point margins; on a family's held-out
+    # tasks x eval_seeds pairs the paired SE can be wide enough that a policy exactly as good as the
+    # teacher fails them (docs/train.md). The trained policy and the two prompted teachers run on more
+    # seeds per family until each family's verdicts rest on at least this many pairs (0: eval_seeds).
     table2_min_pairs: int = 1000
     held_out_fraction: float = 0.3
     holdout_domains: tuple[str, ...] = DEFAULT_HOLDOUT_DOMAINS
