@@ -733,14 +733,16 @@ def _cross_domain(episodes: list[EpisodeRecord], tasks: list[Task], eval_tasks: 
         pair_seeds = verdict_seeds(seeds, len(unseen), cfg.cross_domain_min_pairs)
         seen = run_policy(unseen, f"rules+model:{seen_model}", pair_seeds, "pipeline-xdomain-seen", cfg.concurrency,
                           cfg.llm).records if unseen else []
-        unseen_out = run_policy(unseen, spec, pair_seeds, "pipeline-xdomain-out", cfg.concurrency,
-                                cfg.llm).records if unseen else []
+        # `b` holds the unseen tasks at `seeds`; only the verdict's further seeds are new episodes
+        more = pair_seeds[len(seeds):]
+        b_more = run_policy(unseen, spec, more, "pipeline-xdomain-out", cfg.concurrency,
+                            cfg.llm).records if unseen and more else []
         rows.append({"family": fam, "held-out domains": ", ".join(sorted({t.domain_name for t in ood})),
                      "in-distribution episodes": len(a), "in-distribution oracle": _oracle(a),
                      "held-out-domain episodes": len(b), "held-out-domain oracle": _oracle(b),
                      "gap (points)": round(100 * (_oracle(a) - _oracle(b)), 1),
                      "teacher on held-out domains": _oracle(teacher_ood),
-                     "verdict seeds": len(pair_seeds), XD_PAIRED: paired_difference(seen, unseen_out)})
+                     "verdict seeds": len(pair_seeds), XD_PAIRED: paired_difference(seen, b + b_more)})
     return rows
 
 
