@@ -14,6 +14,8 @@ def test_search_benchmark_targets() -> None:
     search = _load("search")
     lines, ok = search.judge({"extreme": GOOD, "hard": GOOD})
     assert ok and len(lines) == 6 and all(line.endswith(": met") for line in lines)
+    lines, _ = search.judge({"extreme": {**GOOD, "call_ratio_recorded": 1.6}, "hard": GOOD})
+    assert "[without the draft: 1.60]" in lines[0]
     _, ok = search.judge({"extreme": {**GOOD, "success_diff_lower": 0.12}, "hard": GOOD})  # +10 is hard's only
     assert not ok
     _, ok = search.judge({"extreme": GOOD, "hard": {**GOOD, "success_diff_lower": 0.12}})
@@ -40,7 +42,10 @@ def test_search_benchmark_figures_are_paired() -> None:
              search.Pair("t", "hard", record(6, False, False), record(10, True, True)),
              search.Pair("t", "hard", record(5, True, True), record(5, True, True))]
     f = search.level_figures(pairs)
-    assert f["call_ratio"] == 23 / 15 and f["success_diff"] == 2 / 3 and f["greedy_wrong"] == 1 / 3
+    # a real run pays one more call per episode than the simulated world records: the draft's
+    assert f["call_ratio"] == 26 / 18 and f["greedy_calls"] == 6 and f["search_calls"] == 26 / 3
+    assert f["call_ratio_recorded"] == 23 / 15 and f["call_ratio_upper"] > f["call_ratio"]
+    assert f["success_diff"] == 2 / 3 and f["greedy_wrong"] == 1 / 3
     assert f["search_wrong"] == 0 and f["success_diff_lower"] < f["success_diff"]
 
 
@@ -86,3 +91,14 @@ def test_search_benchmark_refuses_a_bad_world_file_in_one_line(tmp_path, capsys)
         assert search.main(["--tasks", "gen:/nowhere", "--world", str(path)]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
+def test_paid_calls_add_the_draft_only_where_the_world_wrote_it_for_free() -> None:
+    from rollout.core.trajectory import EpisodeRecord
+    from train.accounting import paid_llm_calls
+
+    def record(backend: str) -> EpisodeRecord:
+        return EpisodeRecord("e", "r", "t", "f", "d", "p", "1", backend, True, True, total_llm_calls=5)
+
+    assert paid_llm_calls(record("sim")) == 6  # the simulated world drafts for free
+    assert paid_llm_calls(record("openai")) == 5  # a real run's draft call is one of its recorded steps

@@ -80,6 +80,12 @@ def episode_calls(record: EpisodeRecord) -> tuple[int, int]:
     return decisions, agents
 
 
+def paid_llm_calls(record: EpisodeRecord) -> int:
+    """The LLM calls a real run of the episode pays: its recorded calls (rendering included), plus
+    the call that writes the first draft where the simulated world drafted it for free."""
+    return record.total_llm_calls + (DRAFT_CALLS if record.llm_backend == "sim" else 0)
+
+
 def _decision_seconds(records: list[EpisodeRecord]) -> float:
     return sum(s.decision_latency_ms for r in records for s in r.steps[:refinement_steps(r)]
                if not s.is_hardcoded and s.decided_by in MODEL_DECIDERS) / 1000.0
