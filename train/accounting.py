@@ -11,6 +11,9 @@ Rules (the paper's way, as stated for every table that uses them):
   one call; a prompted teacher counts the calls it made, its correction round included; rule
   decisions are free), plus one call per LLM agent run in the refinement steps. Deterministic
   agents and the final rendering are not counted.
+- LLM calls a run pays (`paid_llm_calls`, the search benchmark's count, not the paper's): every
+  recorded call, the final rendering and a search's acceptance checks included, plus the draft
+  call where the simulated world drafted for free.
 - cost per task, two conventions, orchestration only (the agents' LLM calls are the same for
   every orchestrator and the paper's per-task figures only fit the orchestrator's calls: $0.004
   for the trained policy's 2.2 calls):
