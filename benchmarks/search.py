@@ -2,7 +2,7 @@
 
 Every task runs twice with the same seed, in the same simulated world: once greedy (`--greedy`,
 default rules+scripted) and once with search (`--search`, whose prior is the greedy policy). Per
-level, from the paired episodes (infrastructure failures drop the pair and are counted):
+level, from the paired episodes:
 
 - LLM calls per episode, search / greedy: target <= 2 (upper 95% bound, delta method), counted as
   a real run pays them: the recorded calls plus the call that writes the first draft, which the
@@ -13,8 +13,11 @@ level, from the paired episodes (infrastructure failures drop the pair and are c
 - accepted-but-wrong (the validator accepted, the oracle did not), search vs greedy: target at
   most half the greedy rate (upper 95% bound of search - greedy/2, paired).
 
-Bounds are one-sided 95% (normal, paired standard errors). The exit code is 1 when any printed
-target is not met or cannot be computed. SIMULATED (llm_backend=sim), never real-LLM figures.
+Bounds are one-sided 95% (normal, paired standard errors). A pair an infrastructure failure
+interrupts (a solver that crashed, never an outcome) is left out and replaced by the level's next
+task. The exit code is 1 when any printed target is not met or cannot be computed, when a level
+runs out of tasks before `--per-level` pairs, or when an episode breaks. SIMULATED
+(llm_backend=sim), never real-LLM figures.
 
     halo tasks generate all --difficulty hard,extreme --count 40 --seed 29 --out sets/search
     python benchmarks/search.py --tasks gen:sets/search --per-level 400     # the full run
@@ -119,8 +122,16 @@ def judge(figures: dict[str, dict[str, float]]) -> tuple[list[str], bool]:
     return lines, ok
 
 
+@dataclass
+class RunCounts:
+    dropped: int = 0  # pairs lost to an infrastructure failure (never outcomes), replaced where tasks are left
+    broken: int = 0  # episodes that broke (a defect: the run fails)
+
+
 async def run_pairs(tasks: list[tuple[str, Task]], greedy: str, search: str, seed: int, concurrency: int,
-                    sim: SimConfig | None = None) -> tuple[list[Pair], int]:
+                    sim: SimConfig | None = None, first_index: int = 0) -> tuple[list[Pair], RunCounts]:
+    """Each task greedy then search, on the world seed `seed + first_index + i`; the pairs without
+    an infrastructure failure, and what was lost."""
     sem = asyncio.Semaphore(concurrency)
     config = EpisodeConfig(seed=seed, run_id="bench-search", sim=sim or SimConfig(latency_scale=0.0))
 
@@ -131,21 +142,50 @@ async def run_pairs(tasks: list[tuple[str, Task]], greedy: str, search: str, see
             s = await run_episode(task, make_policy(search, seed=seed + i), cfg)
             return Pair(task.task_id, level, g, s)
 
-    pairs = await asyncio.gather(*(one(i, level, t) for i, (level, t) in enumerate(tasks)))
+    pairs = await asyncio.gather(*(one(first_index + i, level, t) for i, (level, t) in enumerate(tasks)))
     broken = [r for p in pairs for r in (p.greedy, p.search) if r.error]
     for r in broken[:3]:
         print(f"episode {r.episode_id} ({r.policy_name}) broke: {r.error.splitlines()[0]}", file=sys.stderr)
+    lost = [(p, r) for p in pairs for r in (p.greedy, p.search) if is_infra_failure(r)]
+    for p, r in lost[:5]:
+        print(f"pair dropped, {p.level} task {p.task_id} ({r.policy_name}): {r.infra_error.splitlines()[0][:200]}",
+              file=sys.stderr)
     kept = [p for p in pairs if not (is_infra_failure(p.greedy) or is_infra_failure(p.search))]
-    return kept, len(pairs) - len(kept) + len(broken)
+    return kept, RunCounts(len(pairs) - len(kept), len(broken))
 
 
-def load_levels(spec: str, levels: list[str], per_level: int, seed: int) -> list[tuple[str, Task]]:
-    out = []
+async def run_levels(levels: dict[str, list[Task]], per_level: int, greedy: str, search: str, seed: int,
+                     concurrency: int, sim: SimConfig | None = None) -> tuple[list[Pair], RunCounts]:
+    """`per_level` pairs per level, in each level's order: a pair lost to an infrastructure failure
+    is replaced by the level's next task (on a seed of its own) while the level has tasks left."""
+    kept: list[Pair] = []
+    counts, taken, index = RunCounts(), dict.fromkeys(levels, 0), 0
+    while True:
+        batch = []
+        for level, tasks in levels.items():
+            more = tasks[taken[level]:taken[level] + max(0, per_level - sum(p.level == level for p in kept))]
+            batch += [(level, t) for t in more]
+            taken[level] += len(more)
+        if not batch:
+            return kept, counts
+        got, lost = await run_pairs(batch, greedy, search, seed, concurrency, sim, first_index=index)
+        index += len(batch)
+        kept += got
+        counts = RunCounts(counts.dropped + lost.dropped, counts.broken + lost.broken)
+
+
+def shuffled_levels(spec: str, levels: list[str], seed: int) -> dict[str, list[Task]]:
+    """Every task of each level, in the order the benchmark takes them."""
+    out = {}
     for level in levels:
         tasks = load_tasks(f"{spec}:level={level}")
         random.Random(seed).shuffle(tasks)
-        out += [(level, t) for t in tasks[:per_level]]
+        out[level] = tasks
     return out
+
+
+def load_levels(spec: str, levels: list[str], per_level: int, seed: int) -> list[tuple[str, Task]]:
+    return [(level, t) for level, tasks in shuffled_levels(spec, levels, seed).items() for t in tasks[:per_level]]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,18 +205,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sim = SimConfig.from_world(world, latency_scale=0.0)
     solvers.configure_cache(True)  # branches re-plan the same PDDL; both policies get the cache
-    tasks = load_levels(args.tasks, list(SUCCESS_TARGETS), args.per_level, args.seed)
+    levels = shuffled_levels(args.tasks, list(SUCCESS_TARGETS), args.seed)
     t0 = time.monotonic()
-    pairs, dropped = asyncio.run(run_pairs(tasks, args.greedy, args.search, args.seed, args.concurrency, sim))
+    pairs, counts = asyncio.run(run_levels(levels, args.per_level, args.greedy, args.search, args.seed,
+                                           args.concurrency, sim))
     figures = {level: level_figures([p for p in pairs if p.level == level])
                for level in SUCCESS_TARGETS if any(p.level == level for p in pairs)}
+    short = {level: n for level in SUCCESS_TARGETS if (n := sum(p.level == level for p in pairs)) < args.per_level}
     print(f"SIMULATED world {world.name!r} ({sim.world_hash}, llm_backend=sim); {args.greedy} vs {args.search}; "
-          f"{len(pairs)} pairs, "
-          f"{dropped} dropped (infrastructure failures or broken episodes); {time.monotonic() - t0:.0f} s")
+          f"{len(pairs)} pairs; {counts.dropped} lost to infrastructure failures and replaced by further tasks "
+          f"of their level; {counts.broken} broken episodes; {time.monotonic() - t0:.0f} s")
     lines, ok = judge(figures)
+    lines += [f"{level}: {n} pairs, fewer than --per-level {args.per_level} (the level ran out of tasks): NOT met"
+              for level, n in short.items()]
     print("\n".join(lines))
-    print(json.dumps({"figures": figures, "dropped": dropped}))
-    return 0 if ok and not dropped else 1
+    print(json.dumps({"figures": figures, "dropped": counts.dropped, "broken": counts.broken}))
+    return 0 if ok and not short and not counts.broken else 1
 
 
 if __name__ == "__main__":

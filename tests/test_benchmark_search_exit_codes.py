@@ -102,3 +102,26 @@ def test_paid_calls_add_the_draft_only_where_the_world_wrote_it_for_free() -> No
 
     assert paid_llm_calls(record("sim")) == 6  # the simulated world drafts for free
     assert paid_llm_calls(record("openai")) == 5  # a real run's draft call is one of its recorded steps
+
+
+def test_search_benchmark_replaces_pairs_lost_to_infrastructure(monkeypatch) -> None:
+    """A pair an infrastructure failure interrupts is replaced by the level's next task on a seed
+    of its own; a level that runs out of tasks is reported short (the solvers' failure itself
+    cannot be caused on demand here, so run_pairs is replaced by one that loses task x2)."""
+    import asyncio
+
+    search = _load("search")
+    batches = []
+
+    async def losing_x2(batch, greedy, policy, seed, concurrency, sim=None, first_index=0):
+        batches.append((first_index, [t for _, t in batch]))
+        kept = [search.Pair(t, level, None, None) for level, t in batch if t != "x2"]
+        return kept, search.RunCounts(dropped=len(batch) - len(kept))
+
+    monkeypatch.setattr(search, "run_pairs", losing_x2)
+    levels = {"extreme": ["x1", "x2", "x3", "x4"], "hard": ["h1", "h2", "h3"]}
+    pairs, counts = asyncio.run(search.run_levels(levels, 2, "g", "s", 0, 1))
+    assert [p.task_id for p in pairs] == ["x1", "h1", "h2", "x3"] and counts.dropped == 1
+    assert batches == [(0, ["x1", "x2", "h1", "h2"]), (4, ["x3"])]  # the replacement's seed follows the first batch
+    pairs, counts = asyncio.run(search.run_levels({"extreme": ["x1", "x2"], "hard": []}, 2, "g", "s", 0, 1))
+    assert [p.task_id for p in pairs] == ["x1"] and counts.dropped == 1  # no task left to replace x2
