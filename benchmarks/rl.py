@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rollout.core.trajectory import EpisodeRecord, is_infra_failure  # noqa: E402
 from rollout.tasks import Task, load_tasks  # noqa: E402
 from train.pipeline import domain_key, run_policy, split_tasks  # noqa: E402
-from train.targets import Z_ONE_SIDED_95, mean_se  # noqa: E402
+from train.targets import Z_ONE_SIDED_95, mean_se, paired_ratio  # noqa: E402
 
 HELD_OUT_TASKS_GAIN = 0.05
 MAX_CALL_RATIO = 1.0
@@ -56,15 +56,12 @@ def paired_figures(start: list[EpisodeRecord], rl: list[EpisodeRecord]) -> dict[
     if not n:
         return {"pairs": 0.0}
     diff, se = mean_se([_ok(b) - _ok(a) for a, b in zip(start, rl, strict=True)])
-    calls_a = [a.total_llm_calls for a in start]
-    calls_b = [b.total_llm_calls for b in rl]
-    mean_a, mean_b = sum(calls_a) / n, sum(calls_b) / n
-    ratio = mean_b / mean_a if mean_a else math.nan
-    _, se_lin = mean_se([b - ratio * a for a, b in zip(calls_a, calls_b, strict=True)])
+    mean_a, mean_b, ratio, ratio_upper = paired_ratio([a.total_llm_calls for a in start],
+                                                      [b.total_llm_calls for b in rl])
     return {"pairs": float(n), "start_success": sum(map(_ok, start)) / n, "rl_success": sum(map(_ok, rl)) / n,
             "success_diff": diff, "success_diff_se": se, "success_diff_lower": diff - Z_ONE_SIDED_95 * se,
             "start_calls": mean_a, "rl_calls": mean_b, "call_ratio": ratio,
-            "call_ratio_upper": ratio + Z_ONE_SIDED_95 * se_lin / mean_a if mean_a else math.nan}
+            "call_ratio_upper": ratio_upper}
 
 
 def judge(figures: dict[str, dict[str, float]]) -> tuple[list[str], bool]:

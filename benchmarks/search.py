@@ -47,7 +47,7 @@ from rollout.sim import SimConfig  # noqa: E402
 from rollout.sim.world_file import WorldFileError, default_world, load_world  # noqa: E402
 from rollout.tasks import Task, load_tasks  # noqa: E402
 from train.accounting import paid_llm_calls  # noqa: E402
-from train.targets import Z_ONE_SIDED_95, mean_se  # noqa: E402
+from train.targets import Z_ONE_SIDED_95, mean_se, paired_ratio  # noqa: E402
 
 SUCCESS_TARGETS = {"extreme": 0.15, "hard": 0.10}
 MAX_CALL_RATIO = 2.0
@@ -69,21 +69,11 @@ def _wrong(r: EpisodeRecord) -> float:
     return 1.0 if r.success_validator and not r.success_oracle else 0.0
 
 
-def _call_ratio(greedy: list[int], search: list[int]) -> tuple[float, float, float, float]:
-    """(greedy's mean, search's mean, their ratio, its upper 95% bound by the delta method)."""
-    mean_g, mean_s = sum(greedy) / len(greedy), sum(search) / len(search)
-    if not mean_g:
-        return mean_g, mean_s, float("nan"), float("nan")
-    ratio = mean_s / mean_g
-    _, se_lin = mean_se([s - ratio * g for s, g in zip(search, greedy, strict=True)])
-    return mean_g, mean_s, ratio, ratio + Z_ONE_SIDED_95 * se_lin / mean_g
-
-
 def level_figures(pairs: list[Pair]) -> dict[str, float]:
     """The paired figures of one level (means, differences, one-sided 95% bounds)."""
     n = len(pairs)
-    paid = _call_ratio([paid_llm_calls(p.greedy) for p in pairs], [paid_llm_calls(p.search) for p in pairs])
-    recorded = _call_ratio([p.greedy.total_llm_calls for p in pairs], [p.search.total_llm_calls for p in pairs])
+    paid = paired_ratio([paid_llm_calls(p.greedy) for p in pairs], [paid_llm_calls(p.search) for p in pairs])
+    recorded = paired_ratio([p.greedy.total_llm_calls for p in pairs], [p.search.total_llm_calls for p in pairs])
     diff, se_diff = mean_se([_success(p.search) - _success(p.greedy) for p in pairs])
     half, se_half = mean_se([_wrong(p.search) - 0.5 * _wrong(p.greedy) for p in pairs])
     return {"pairs": n, "greedy_calls": paid[0], "search_calls": paid[1], "call_ratio": paid[2],

@@ -37,6 +37,19 @@ def mean_se(values: Sequence[float]) -> tuple[float, float]:
     return mean, math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1) / n)
 
 
+def paired_ratio(base: Sequence[float], other: Sequence[float]) -> tuple[float, float, float, float]:
+    """(mean of base, mean of other, their ratio other/base, the ratio's upper one-sided 95% bound
+    by the delta method) over paired samples; the ratio and bound are NaN when base's mean is 0."""
+    if not base:
+        return math.nan, math.nan, math.nan, math.nan
+    mean_b, mean_o = math.fsum(base) / len(base), math.fsum(other) / len(other)
+    if not mean_b:
+        return mean_b, mean_o, math.nan, math.nan
+    ratio = mean_o / mean_b
+    _, se_lin = mean_se([o - ratio * b for b, o in zip(base, other, strict=True)])
+    return mean_b, mean_o, ratio, ratio + Z_ONE_SIDED_95 * se_lin / mean_b
+
+
 class TargetError(InputError, ValueError):
     """A statistic a target needs cannot be read (missing, not a number, NaN)."""
 
