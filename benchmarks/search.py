@@ -202,9 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     figures = {level: level_figures([p for p in pairs if p.level == level])
                for level in SUCCESS_TARGETS if any(p.level == level for p in pairs)}
     short = {level: n for level in SUCCESS_TARGETS if (n := sum(p.level == level for p in pairs)) < args.per_level}
-    print(f"SIMULATED world {world.name!r} ({sim.world_hash}, llm_backend=sim); {args.greedy} vs {args.search}; "
-          f"{len(pairs)} pairs; {counts.dropped} lost to infrastructure failures and replaced by further tasks "
-          f"of their level; {counts.broken} broken episodes; {time.monotonic() - t0:.0f} s")
+    print(f"SIMULATED world {world.name!r} ({sim.world_hash}, llm_backend=sim, LLM latency not simulated, so "
+          f"a search's wall-time budget binds on solver time alone); {args.greedy} vs {args.search}; "
+          f"{len(pairs)} pairs; {counts.dropped} lost to infrastructure failures (replaced by further tasks "
+          f"of their level while it had any); {counts.broken} broken episodes; {time.monotonic() - t0:.0f} s")
     lines, ok = judge(figures)
     lines += [f"{level}: {n} pairs, fewer than --per-level {args.per_level} (the level ran out of tasks): NOT met"
               for level, n in short.items()]
