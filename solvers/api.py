@@ -13,6 +13,7 @@ import functools
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Literal, TypeVar
 
 from solvers import cache, pddl_check
@@ -120,12 +121,31 @@ def plan(domain: str, problem: str, *, planner: PlannerName = "fd", search: str 
          alias: str = "lama-first", limits: Limits = Limits(), sandbox: str | None = None) -> PlanResult:
     """Plan with Fast Downward ("fd": `alias` such as "lama-first" or "seq-opt-lmcut", or a raw
     `search` string such as "astar(lmcut())"), the temporal planner ("temporal": POPF if
-    installed, else Kairos) or any other registered planner by name. `sandbox` picks a level
-    other than the one in force (benchmarks)."""
+    installed, else Kairos; Kairos also answers where POPF crashes) or any other registered
+    planner by name ("popf" is POPF alone). `sandbox` picks a level other than the one in force
+    (benchmarks)."""
     _check_text(domain=domain, problem=problem)
     if not isinstance(planner, str):
         raise ValueError(f"planner must be a planner's name, got {planner!r}")
     name = _planner_for(planner)
+    result = _plan_with(domain, problem, name, search, alias, limits, sandbox)
+    if planner == "temporal" and name != "kairos" and result.category is ErrorCategory.SOLVER_CRASH:
+        return _after_crash(result, _plan_with(domain, problem, "kairos", search, alias, limits, sandbox))
+    return result
+
+
+def _after_crash(crashed: PlanResult, fallback: PlanResult) -> PlanResult:
+    """"temporal" asks for a temporal planner, not for POPF: where POPF dies on an input (it
+    segfaults on some solvable tasks), Kairos's answer is the call's, with the crash named and
+    both runs' time counted."""
+    note = f"{crashed.planner} died ({_cap(crashed.message, 300)}); {fallback.planner} answered"
+    return replace(fallback, message=_cap(f"{note}: {fallback.message}" if fallback.message else note, MAX_MESSAGE),
+                   wall_s=crashed.wall_s + fallback.wall_s, cpu_s=crashed.cpu_s + fallback.cpu_s)
+
+
+def _plan_with(domain: str, problem: str, name: str, search: str | None, alias: str, limits: Limits,
+               sandbox: str | None) -> PlanResult:
+    """One planner's answer, through the result cache where one is configured."""
     t0 = time.monotonic()
     store = cache.current()
     if store is None:
