@@ -157,6 +157,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--fork-k", type=int, default=3)
     ap.add_argument("--fork-states", type=int, default=2)
     ap.add_argument("--fork-samples", type=int, default=1)
+    ap.add_argument("--exit-calls", type=int, default=20, help="--advantage exit: the search's LLM-call budget "
+                    "per training episode")
     ap.add_argument("--llm", default="sim:scale=0")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--concurrency", type=int, default=4)

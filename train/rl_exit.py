@@ -1,6 +1,7 @@
 """Expert iteration from the verifier (`--advantage exit`): the search as the policy's teacher.
 
-Each iteration runs the verifier-guided search (rollout/policies/search.py, its default spec) with
+Each iteration runs the verifier-guided search (rollout/policies/search.py, its default spec with
+`exit_calls` LLM calls per episode: a stronger teacher costs training calls, never the policy's) with
 the current fast policy behind the rules layer as its prior, `group` episodes per task, each on
 its own world seed (the search's prior decides by argmax, so two episodes on one seed would be
 the same). The search explores the prior's alternatives where its choice changed nothing and
@@ -41,6 +42,7 @@ class RolloutSettings(Protocol):
     concurrency: int
     seed: int
     group: int
+    exit_calls: int
 
 
 def _world_seed(seed: int, iteration: int, task_id: str, k: int) -> int:
@@ -60,7 +62,7 @@ async def search_rollouts(tasks: list[Task], params: LinearWeights, settings: Ro
     # one policy for the iteration's episodes: neither it nor its prior keeps state between episodes
     prior = RulesFirst(HashedLinearPolicy(params.buckets, params.weights, params.bias, params.n_buckets,
                                           version=f"exit-{iteration}"))
-    policy = SearchPolicy(SearchSpec(), prior)
+    policy = SearchPolicy(SearchSpec(max_calls=settings.exit_calls), prior)
 
     async def one(task: Task, k: int) -> tuple[str, EpisodeRecord]:
         world_seed = _world_seed(settings.seed, iteration, task.task_id, k)

@@ -71,13 +71,14 @@ class RLSettings:
     fork_k: int = 3  # fork: the current policy's top agents tried at a forked state (plus the sampled one)
     fork_states: int = 2  # fork: model-decided states forked per episode (a sample)
     fork_samples: int = 1  # fork: branches per tried agent (replicates beyond the first resample the world)
+    exit_calls: int = 20  # exit: the search's LLM-call budget per training episode (training cost, not the policy's)
     seed: int = 0
     concurrency: int = 4
     llm: str = "sim:scale=0"  # the simulated world the episodes run in
 
     def check(self) -> None:
         for name in ("iterations", "tasks_per_iter", "concurrency", "epochs", "group", "fork_states",
-                     "fork_samples"):
+                     "fork_samples", "exit_calls"):
             if getattr(self, name) < 1:
                 raise RLError(f"--{name.replace('_', '-')} must be at least 1")
         if self.advantage not in ADVANTAGES:

@@ -94,6 +94,7 @@ class Reinforce:
     fork_states: int = option(2, help="--rl --advantage fork: model-decided states forked per episode")
     fork_samples: int = option(1, help="--rl --advantage fork: branches per tried agent (their mean reward; "
                                        "replicates after the first resample the world)")
+    exit_calls: int = option(20, help="--rl --advantage exit: the search's LLM-call budget per training episode")
     seed: int = option(0, help="--rl: draws of tasks, world seeds and the policy's samples")
     concurrency: int = option(4, help="--rl: episodes in flight")
     llm: str = option("sim:scale=0", help="--rl: the simulated world the episodes run in")

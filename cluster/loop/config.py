@@ -27,7 +27,7 @@ GATE_MODES = ("sequential", "always")
 TRAIN_MODES = ("supervised", "supervised+rl")
 RL_KEYS = ("iterations", "tasks_per_iter", "group", "price_per_call", "lr", "pull", "temperature", "concurrency",
            "adv_norm", "epochs", "clip", "entropy", "max_kl", "advantage", "fork_k", "fork_states",
-           "fork_samples")
+           "fork_samples", "exit_calls")
 
 
 @dataclass

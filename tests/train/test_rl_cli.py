@@ -77,6 +77,9 @@ def test_rl_refuses_bad_input_in_one_line(start_dir, tmp_path):
                                  "--tasks", TASKS, "--group", "1"])
     assert result.exit_code == 2
     assert result.output.strip() == "error: --group must be at least 2 (the baseline is the group's mean)"
+    result = runner.invoke(app, ["train", "--rl", "--init-from", str(start_dir), "--out", str(tmp_path / "x"),
+                                 "--tasks", TASKS, "--advantage", "exit", "--exit-calls", "0"])
+    assert result.exit_code == 2 and result.output.strip() == "error: --exit-calls must be at least 1"
     result = runner.invoke(app, ["train", "--rl", "--init-from", str(tmp_path / "none"), "--out", str(tmp_path / "x"),
                                  "--tasks", TASKS])
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1

@@ -60,3 +60,18 @@ def test_one_iteration_refits_the_policy_on_the_searchs_accepted_paths(tmp_path)
     policy = LinearWeights.load(tmp_path / "exit")
     agreed = sum(int(policy.scores(policy.rows(policy.bucket_ids(e.state))).argmax()) == e.agent_id for e in pool)
     assert agreed / len(pool) >= 0.5  # the refit learnt the paths it was given (a coin over 21 agents: 0.05)
+
+
+def test_the_searchs_call_budget_is_the_exit_calls_setting(tmp_path):
+    import asyncio
+
+    from rollout.tasks import load_tasks
+    from train.rl_exit import search_rollouts
+
+    start = fit_rl_start(tmp_path / "start", TASKS, "exit-test-teacher")
+    task = load_tasks(TASKS)[:1]
+    for calls in (4, 30):
+        settings = RLSettings(tasks=TASKS, group=1, concurrency=1, seed=3, advantage="exit", exit_calls=calls)
+        [(_, record)] = asyncio.run(search_rollouts(task, LinearWeights.load(start), settings, 1))
+        assert f"-c{calls}-" in record.policy_version
+        assert record.total_llm_calls <= calls + 3  # the budget, then at most the closing checks and rendering
