@@ -344,8 +344,9 @@ def latest_checkpoint(out_dir: Path, settings: dict) -> Checkpoint | None:
     if not metas:
         return None
     meta = json.loads(metas[-1].read_text())
-    changed = {k for k in settings.keys() | meta["settings"].keys()
-               if k not in RESUMABLE_CHANGES and settings.get(k) != meta["settings"].get(k)}
+    before = {**{k: ADDED_SETTINGS[k] for k in settings.keys() & ADDED_SETTINGS.keys()}, **meta["settings"]}
+    changed = {k for k in settings.keys() | before.keys()
+               if k not in RESUMABLE_CHANGES and settings.get(k) != before.get(k)}
     if changed:
         raise RLError(f"{out_dir}: its checkpoints were made with other settings ({', '.join(sorted(changed))}); "
                       "use another --out, or the same settings to resume")
@@ -355,6 +356,8 @@ def latest_checkpoint(out_dir: Path, settings: dict) -> Checkpoint | None:
 
 # Settings a resumed run may change: how long it runs and how fast it goes.
 RESUMABLE_CHANGES = frozenset({"iterations", "concurrency"})
+# Settings added after checkpoints were first written, with the value runs had before them.
+ADDED_SETTINGS = {"exit_calls": 20}
 
 
 def settings_dict(settings: object) -> dict:

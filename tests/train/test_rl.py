@@ -135,6 +135,10 @@ def test_checkpoints_resume_from_the_last_complete_iteration_and_refuse_other_se
         latest_checkpoint(tmp_path, {**settings, "lr": 0.1})
     meta = json.loads((tmp_path / "rl_checkpoints" / "iter-00002.json").read_text())
     assert meta["iteration"] == 2 and not math.isnan(meta["history"][0]["iteration"])
+    # a checkpoint from before a setting existed resumes at the value runs had then, and only at it
+    assert latest_checkpoint(tmp_path, {**settings, "exit_calls": 20}) is not None
+    with pytest.raises(RLError, match="other settings \\(exit_calls\\)"):
+        latest_checkpoint(tmp_path, {**settings, "exit_calls": 40})
 
 
 def test_advantages_normalised_by_the_groups_or_the_batchs_spread_keep_equal_groups_at_zero():
