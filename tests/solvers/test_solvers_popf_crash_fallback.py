@@ -39,3 +39,14 @@ def test_a_solvable_task_still_gets_popfs_plan(monkeypatch):
     result = solvers.plan(DOMAIN, (TEMPORAL / "satellite" / "instance-1.pddl").read_text(), planner="temporal",
                           limits=LIMITS)
     assert result.ok and result.planner == "popf" and not result.message, result.message
+
+
+def test_a_generated_tasks_gold_check_records_the_planner_that_answered(monkeypatch):
+    from rollout.tasks.generators.verify import solve_and_check
+
+    use_real_tools(monkeypatch, need_popf=True)
+    crashed_over = solve_and_check(DOMAIN, PROBLEM, LIMITS, planner="temporal")
+    assert crashed_over.status == "gold" and crashed_over.planner == "kairos"
+    plain = solve_and_check(DOMAIN, (TEMPORAL / "satellite" / "instance-1.pddl").read_text(), LIMITS,
+                            planner="temporal")
+    assert plain.status == "gold" and plain.planner == "popf"

@@ -95,7 +95,7 @@ def _row(c: Candidate, v: Verdict, gen_domain_name: str, target_planner: str) ->
         "objects": c.objects, "init_facts": c.init_facts, "goal_atoms": c.goal_atoms,
         "plan_length": v.plan_length, "plan_cost": v.plan_cost, "planner_cpu_s": v.planner_cpu_s,
         "planner_wall_s": v.planner_wall_s, "expansions": v.expansions,
-        "planner": "fd:lama-first" if target_planner == "fd" else solvers.temporal_planner(),
+        "planner": "fd:lama-first" if target_planner == "fd" else v.planner,
         "validator": solvers.validator_name(), "target_planner": target_planner,
         "domain_file": f"domains/{c.domain}.pddl",
         "problem_file": f"problems/{key}.pddl", "plan_file": f"plans/{key}.plan",

@@ -24,6 +24,7 @@ class Verdict:
     planner_wall_s: float = 0.0
     expansions: int = -1  # -1: the planner did not report it
     detail: str = ""
+    planner: str = ""  # the program that answered ("temporal" may be Kairos where POPF crashed)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -35,13 +36,13 @@ def solve_and_check(domain_text: str, problem_text: str, limits: solvers.Limits,
     cat = result.category
     if cat is not solvers.ErrorCategory.OK or result.plan is None:
         status = _STATUS.get(cat, "planner_error")
-        return Verdict(status, planner_cpu_s=result.cpu_s, planner_wall_s=result.wall_s,
+        return Verdict(status, planner_cpu_s=result.cpu_s, planner_wall_s=result.wall_s, planner=result.planner,
                        detail=f"{cat.value}: {(result.message or result.output_tail)[-200:]}")
     plan_text = solvers.plan_to_text(result.plan)
     found = _EXPANDED.findall(result.output_tail)
     measures = dict(plan_length=len(result.plan), plan_cost=float(result.cost or len(result.plan)),
                     planner_cpu_s=result.cpu_s, planner_wall_s=result.wall_s,
-                    expansions=int(found[-1]) if found else -1)
+                    expansions=int(found[-1]) if found else -1, planner=result.planner)
     if not result.plan:
         return Verdict("trivial", **measures, detail="the goal holds in the initial state")
     check = solvers.validate(domain_text, problem_text, plan_text, limits=limits)
