@@ -344,8 +344,8 @@ def latest_checkpoint(out_dir: Path, settings: dict) -> Checkpoint | None:
     if not metas:
         return None
     meta = json.loads(metas[-1].read_text())
-    before = {**{k: ADDED_SETTINGS[k] for k in settings.keys() & ADDED_SETTINGS.keys()}, **meta["settings"]}
-    changed = {k for k in settings.keys() | before.keys()
+    before = {**ADDED_SETTINGS, **meta["settings"]}
+    changed = {k for k in settings.keys() | meta["settings"].keys()
                if k not in RESUMABLE_CHANGES and settings.get(k) != before.get(k)}
     if changed:
         raise RLError(f"{out_dir}: its checkpoints were made with other settings ({', '.join(sorted(changed))}); "
