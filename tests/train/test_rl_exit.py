@@ -4,17 +4,26 @@ validator) whose refitted policy learnt the accepted paths."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 
+import pytest
 from rl_start import fit_rl_start
 
 from rollout.core.state import EpisodeState
 from rollout.core.trajectory import EpisodeRecord, StepRecord
+from rollout.tasks import load_tasks
 from train.rl import LinearWeights
-from train.rl_exit import load_pool, path_examples, save_pool
+from train.rl_exit import load_pool, path_examples, save_pool, search_rollouts
 from train.rl_loop import RLSettings, run_rl
 
 TASKS = "planbench:blocksworld:3"
+
+
+@pytest.fixture(scope="module")
+def start(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fit_rl_start(tmp_path_factory.mktemp("exit") / "start", TASKS, "exit-test-teacher")
 
 
 def _step(step: int, agent: int, *, on_path: bool = True, decided_by: str = "search") -> StepRecord:
@@ -48,8 +57,7 @@ def test_the_pool_round_trips_through_its_files_one_per_iteration(tmp_path):
     assert not list((tmp_path / "rl_checkpoints").glob("*.tmp"))
 
 
-def test_one_iteration_refits_the_policy_on_the_searchs_accepted_paths(tmp_path):
-    start = fit_rl_start(tmp_path / "start", TASKS, "exit-test-teacher")
+def test_one_iteration_refits_the_policy_on_the_searchs_accepted_paths(start, tmp_path):
     settings = RLSettings(tasks=TASKS, iterations=1, tasks_per_iter=3, group=1, concurrency=2, seed=3,
                           advantage="exit")
     run_rl(settings, start, tmp_path / "exit", log=lambda _: None)
@@ -62,13 +70,7 @@ def test_one_iteration_refits_the_policy_on_the_searchs_accepted_paths(tmp_path)
     assert agreed / len(pool) >= 0.5  # the refit learnt the paths it was given (a coin over 21 agents: 0.05)
 
 
-def test_the_searchs_call_budget_is_the_exit_calls_setting(tmp_path):
-    import asyncio
-
-    from rollout.tasks import load_tasks
-    from train.rl_exit import search_rollouts
-
-    start = fit_rl_start(tmp_path / "start", TASKS, "exit-test-teacher")
+def test_the_searchs_call_budget_is_the_exit_calls_setting(start):
     task = load_tasks(TASKS)[:1]
     for calls in (4, 30):
         settings = RLSettings(tasks=TASKS, group=1, concurrency=1, seed=3, advantage="exit", exit_calls=calls)
