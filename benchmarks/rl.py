@@ -18,6 +18,8 @@ Targets (one-sided 95% bounds, normal, paired standard errors):
   fewer calls" means the ratio's bound, not its point estimate, is at most 1;
 - held-out domains: oracle success, RL - start, lower bound >= -2 points (not worse).
 Exit code 1 when any printed target is not met or cannot be computed, or a pair was dropped.
+`--headroom` also prints, with no target, how far greedy policies get in the world: the simulated
+teacher that reads the hidden faults, and the fast policy fitted on its episodes.
 
     halo tasks generate all --difficulty hard,extreme --count 40 --seed 29 --out sets/gen
     python benchmarks/rl.py --tasks gen:sets/gen --out /tmp/rl-bench            # the stated size
@@ -44,6 +46,9 @@ from train.targets import Z_ONE_SIDED_95, mean_se, paired_ratio  # noqa: E402
 HELD_OUT_TASKS_GAIN = 0.05
 MAX_CALL_RATIO = 1.0
 HELD_OUT_DOMAINS_FLOOR = -0.02
+# --headroom's reference: the simulated prompted teacher answering right every time (it reads the
+# world's hidden faults); a yardstick of the world, never a policy a real run could have
+ORACLE_TEACHER = "rules+teacher:model=sim,quality=1.0,unparsable=0"
 
 
 def _ok(r: EpisodeRecord) -> float:
@@ -162,6 +167,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--llm", default="sim:scale=0")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--headroom", action="store_true", help="also the world's greedy headroom on the held-out "
+                    "tasks (informational, no target): a simulated teacher that sees the hidden faults and the "
+                    "fast policy fitted on its episodes")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object at the end")
     args = ap.parse_args(argv)
     exit_mode = args.advantage == "exit"
@@ -169,6 +177,37 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     args.iterations = args.iterations or (1 if exit_mode else 8)
     args.tasks_per_iter = args.tasks_per_iter or (args.train_tasks if exit_mode else 20)
     return args
+
+
+def success_rate(tasks: list[Task], spec: str, seeds: list[int], run_id: str, llm: str, concurrency: int
+                 ) -> tuple[float, int]:
+    """Oracle success of a policy on tasks x seeds, infrastructure failures and broken episodes left out."""
+    kept = [r for r in run_policy(tasks, spec, seeds, run_id, concurrency, llm=llm).records
+            if not (is_infra_failure(r) or r.error)]
+    return (sum(map(_ok, kept)) / len(kept) if kept else math.nan), len(kept)
+
+
+def headroom(train: list[Task], held: list[Task], seeds: list[int], args: argparse.Namespace, out: Path
+             ) -> dict[str, float]:
+    """How far a greedy policy could go in this world: the simulated teacher that always names the
+    agent repairing the fault reported first (it reads the world's hidden faults, which no policy
+    sees), and the fast policy fitted on that teacher's episodes exactly as the start is fitted on
+    `--teacher`'s (what imitation reaches from labels that good, with the policy's own features)."""
+    oracle, n = success_rate(held, ORACLE_TEACHER, seeds, "rl-bench-oracle", args.llm, args.concurrency)
+    clone_args = argparse.Namespace(**{**vars(args), "teacher": ORACLE_TEACHER})
+    clone_dir = supervised_start(train, clone_args, out / "oracle-clone")
+    clone, m = success_rate(held, f"rules+model:{clone_dir}", seeds, "rl-bench-oracle-clone", args.llm,
+                            args.concurrency)
+    return {"oracle_greedy_success": oracle, "oracle_greedy_episodes": float(n), "oracle_clone_success": clone,
+            "oracle_clone_episodes": float(m)}
+
+
+def headroom_line(room: dict[str, float], tasks: dict[str, float]) -> str:
+    start = tasks.get("start_success", math.nan)
+    return (f"headroom on held-out tasks (informational, no target): greedy with the hidden faults "
+            f"{100 * room['oracle_greedy_success']:.1f}% ({100 * (room['oracle_greedy_success'] - start):+.1f} over "
+            f"the start's {100 * start:.1f}%), the fast policy fitted on its episodes "
+            f"{100 * room['oracle_clone_success']:.1f}% ({100 * (room['oracle_clone_success'] - start):+.1f})")
 
 
 def supervised_start(train: list[Task], args: argparse.Namespace, out: Path) -> Path:
@@ -207,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
           f"RL ({asdict(settings)}); held-out domains {', '.join(holdout)}; {dropped} pairs dropped; "
           f"{time.monotonic() - t0:.0f} s")
     lines, code = verdict(figures, dropped)
+    if args.headroom:
+        figures["headroom"] = headroom(train, _sample(held, args.eval_tasks, args.seed), seeds, args, out)
+        lines.append(headroom_line(figures["headroom"], figures["held_out_tasks"]))
     print("\n".join(lines))
     if args.json:
         print(json.dumps({"figures": figures, "dropped": dropped, "holdout_domains": holdout}))

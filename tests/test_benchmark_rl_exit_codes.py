@@ -95,3 +95,21 @@ def test_expert_iteration_defaults_to_one_pass_over_every_training_task_twice() 
     assert (args.iterations, args.tasks_per_iter, args.group) == (1, 50, 2)
     args = rl._args(["--tasks", "gen:x", "--out", "y"])
     assert (args.iterations, args.tasks_per_iter, args.group) == (8, 20, 4)
+
+
+def test_headroom_runs_the_hidden_fault_teacher_and_its_clone_and_never_moves_the_exit_code(tmp_path) -> None:
+    import argparse
+
+    from rollout.tasks import load_tasks
+
+    rl = _load("rl")
+    tasks = load_tasks("planbench:blocksworld:3")
+    args = argparse.Namespace(teacher="rules+teacher:model=sim", teacher_seeds=1, llm="sim:scale=0", concurrency=2)
+    room = rl.headroom(tasks, tasks, [2000, 2001], args, tmp_path)
+    assert room["oracle_greedy_episodes"] == 6 and room["oracle_clone_episodes"] == 6
+    assert 0.0 <= room["oracle_greedy_success"] <= 1.0 and 0.0 <= room["oracle_clone_success"] <= 1.0
+    assert (tmp_path / "oracle-clone" / "start" / "manifest.json").is_file()  # fitted like the start
+    line = rl.headroom_line({**room, "oracle_greedy_success": 0.683, "oracle_clone_success": 0.579},
+                            {**TASKS, "start_success": 0.598})
+    assert "68.3% (+8.5 over the start's 59.8%)" in line and "57.9% (-1.9)" in line
+    assert "no target" in line
