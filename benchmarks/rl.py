@@ -39,6 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rollout.core.trajectory import EpisodeRecord, is_infra_failure  # noqa: E402
+from rollout.llm.spec import is_sim_spec  # noqa: E402
 from rollout.tasks import Task, load_tasks  # noqa: E402
 from train.pipeline import domain_key, run_policy, split_tasks  # noqa: E402
 from train.targets import Z_ONE_SIDED_95, mean_se, paired_ratio  # noqa: E402
@@ -172,6 +173,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                     "fast policy fitted on its episodes")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object at the end")
     args = ap.parse_args(argv)
+    if args.headroom and not is_sim_spec(args.llm):
+        ap.error("--headroom needs the simulated world (--llm sim...): its yardstick reads the world's hidden faults")
     exit_mode = args.advantage == "exit"
     args.group = args.group or {"fork": 1, "exit": 2}.get(args.advantage, 4)
     args.iterations = args.iterations or (1 if exit_mode else 8)

@@ -113,3 +113,12 @@ def test_headroom_runs_the_hidden_fault_teacher_and_its_clone_and_never_moves_th
                             {**TASKS, "start_success": 0.598})
     assert "68.3% (+8.5 over the start's 59.8%)" in line and "57.9% (-1.9)" in line
     assert "no target" in line
+
+
+def test_headroom_is_refused_in_one_line_outside_the_simulated_world(capsys) -> None:
+    rl = _load("rl")
+    with pytest.raises(SystemExit) as exc:
+        rl._args(["--tasks", "gen:x", "--out", "o", "--headroom", "--llm", "openai:model=gpt-5-mini"])
+    assert exc.value.code == 2
+    assert "--headroom needs the simulated world" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert rl._args(["--tasks", "gen:x", "--out", "o", "--headroom"]).headroom
