@@ -355,8 +355,11 @@ def _lint_features(text: str, part: str) -> tuple[str, ...]:
     """What a reader sees in the PDDL text before any tool runs on it: a keyword the grammar does
     not have (`:inital`, `:precondtion`) or parentheses that do not balance. The validator reports
     one error and stops, so a misspelt section in the problem hides behind a type error in the
-    domain; the lint sees both. Only findings are emitted (a clean file adds nothing)."""
-    body = _COMMENT_RE.sub("", text[:MAX_PDDL_CHARS]).lower()
+    domain; the lint sees both. Only findings are emitted (a clean file, or one too large to read
+    whole, adds nothing)."""
+    if len(text) > MAX_PDDL_CHARS:
+        return ()
+    body = _COMMENT_RE.sub("", text).lower()
     out: list[str] = []
     if any(k not in PDDL_KEYWORDS for k in _KEYWORD_RE.findall(body)):
         out.append(f"lint={part}_keyword")

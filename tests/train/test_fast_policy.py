@@ -255,6 +255,8 @@ def test_lint_reads_misspelt_keywords_and_unbalanced_parentheses_behind_the_firs
     assert _lint_features(_TYPED_PROBLEM.replace(":init", ":inital"), "problem") == ("lint=problem_keyword",)
     assert _lint_features(_TYPED_DOMAIN.replace(":precondition", ":precondtion"), "domain") == ("lint=domain_keyword",)
     assert _lint_features(_TYPED_PROBLEM.replace("(at t1 a))", "(at t1 a)"), "problem") == ("lint=problem_parens",)
+    huge = _TYPED_PROBLEM.replace("(:init", "(:init " + "(at t1 a) " * 8000)
+    assert _lint_features(huge.replace(":init", ":inital"), "problem") == ()  # past what is read: no verdict
     # the validator stops at the domain's error; the misspelt problem section is still read
     state = EpisodeState("t", domain=_TYPED_DOMAIN, problem=_TYPED_PROBLEM.replace(":init", ":inital"),
                          error_category="parse_error_domain",
