@@ -23,11 +23,10 @@ from solvers.errors import InputError
 from train.cost_budget import OverBudget, check_budget, time_budget
 from train.reachability import goal_reachability
 
-FEATURE_VERSION = "halo-feat-5"
+FEATURE_VERSION = "halo-feat-4"
 # The feature sets a fast-policy artifact may name: halo-feat-3 is halo-feat-4 without the type
-# consistency read (_type_features), halo-feat-4 is halo-feat-5 without the lint of the PDDL text
-# (_lint_features); an artifact is scored with the set it was trained on.
-FEATURE_VERSIONS = ("halo-feat-3", "halo-feat-4", FEATURE_VERSION)
+# consistency read (_type_features); an artifact is scored with the set it was trained on.
+FEATURE_VERSIONS = ("halo-feat-3", FEATURE_VERSION)
 DEFAULT_BUCKETS = 1 << 20
 
 _CODE_RE = re.compile(r"\[([a-z_]+\.[a-z_]+)\]")
@@ -62,10 +61,10 @@ def state_features(state: EpisodeState, version: str = FEATURE_VERSION) -> list[
         raise FeatureVersionError(f"feature set {version!r} is not computed by this version "
                                   f"(it computes {', '.join(FEATURE_VERSIONS)}); retrain the model")
     with time_budget(FEATURE_BUDGET_S):
-        return _state_features(state, types=version != "halo-feat-3", lint=version == FEATURE_VERSION)
+        return _state_features(state, types=version != "halo-feat-3")
 
 
-def _state_features(state: EpisodeState, *, types: bool = True, lint: bool = True) -> list[str]:
+def _state_features(state: EpisodeState, *, types: bool = True) -> list[str]:
     feats = ["bias", f"cat={state.error_category or 'none'}", f"found={state.plan_found}",
              f"valid={state.plan_valid}", f"planner={state.target_planner}", f"step={min(state.step, 9)}",
              f"dom_empty={not state.domain.strip()}", f"prob_empty={not state.problem.strip()}",
@@ -91,8 +90,6 @@ def _state_features(state: EpisodeState, *, types: bool = True, lint: bool = Tru
     domain = state.domain.lower()
     feats.extend(f"dom:{m}" for m in _DOMAIN_MARKERS if m in domain)
     failure = _failure_features(state) + _goal_features(state)
-    if lint:
-        failure += _lint_features(state.domain, "domain") + _lint_features(state.problem, "problem")
     # The whole symptom (category, codes, failure analysis) together with the last k agents
     # tried: what decides the next candidate when the first repair did not take.
     key = "|".join([state.error_category or "none", *sorted(codes), *failure])
@@ -332,40 +329,6 @@ def _failure_features(state: EpisodeState) -> list[str]:
         out.append(f"fail_step_repeats={2 <= i <= len(lines) and lines[i - 1] == lines[i - 2]}")
         out.append(f"fail_step_first={i == 1}")
     return out
-
-
-# Every keyword the PDDL grammar (up to PDDL 3.1, with PDDL+ and the common extensions) allows
-# in a domain or problem file: section heads, action and durative-action fields, requirement flags.
-PDDL_KEYWORDS = frozenset((
-    ":requirements", ":types", ":constants", ":predicates", ":functions", ":action", ":durative-action",
-    ":derived", ":process", ":event", ":parameters", ":precondition", ":effect", ":duration", ":condition",
-    ":constraints", ":domain", ":objects", ":init", ":goal", ":metric", ":strips", ":typing",
-    ":negative-preconditions", ":disjunctive-preconditions", ":equality", ":existential-preconditions",
-    ":universal-preconditions", ":quantified-preconditions", ":conditional-effects", ":fluents",
-    ":numeric-fluents", ":object-fluents", ":adl", ":durative-actions", ":duration-inequalities",
-    ":continuous-effects", ":derived-predicates", ":timed-initial-literals", ":preferences", ":action-costs",
-    ":time", ":extends", ":vars", ":requirement",
-))
-_KEYWORD_RE = re.compile(r"(?<![\w\-?]):[a-z][a-z0-9_\-]*")
-_COMMENT_RE = re.compile(r";[^\n]*")
-
-
-@functools.lru_cache(maxsize=1024)
-def _lint_features(text: str, part: str) -> tuple[str, ...]:
-    """What a reader sees in the PDDL text before any tool runs on it: a keyword the grammar does
-    not have (`:inital`, `:precondtion`) or parentheses that do not balance. The validator reports
-    one error and stops, so a misspelt section in the problem hides behind a type error in the
-    domain; the lint sees both. Only findings are emitted (a clean file, or one too large to read
-    whole, adds nothing)."""
-    if len(text) > MAX_PDDL_CHARS:
-        return ()
-    body = _COMMENT_RE.sub("", text).lower()
-    out: list[str] = []
-    if any(k not in PDDL_KEYWORDS for k in _KEYWORD_RE.findall(body)):
-        out.append(f"lint={part}_keyword")
-    if body.count("(") != body.count(")"):
-        out.append(f"lint={part}_parens")
-    return tuple(out)
 
 
 def hash_features(feats: Iterable[str], buckets: int = DEFAULT_BUCKETS) -> list[int]:

@@ -246,36 +246,13 @@ def test_type_features_tell_a_lost_parent_from_a_narrowed_predicate_and_from_con
     assert untyped == ("types=none",)
 
 
-def test_lint_reads_misspelt_keywords_and_unbalanced_parentheses_behind_the_first_error():
-    from train.features import _lint_features, state_features
-
-    assert _lint_features(_TYPED_DOMAIN, "domain") == () == _lint_features(_TYPED_PROBLEM, "problem")
-    commented = _TYPED_PROBLEM.replace("(:init", "; note: see :inital below\n(:init")
-    assert _lint_features(commented, "problem") == ()  # a comment is not PDDL
-    assert _lint_features(_TYPED_PROBLEM.replace(":init", ":inital"), "problem") == ("lint=problem_keyword",)
-    assert _lint_features(_TYPED_DOMAIN.replace(":precondition", ":precondtion"), "domain") == ("lint=domain_keyword",)
-    assert _lint_features(_TYPED_PROBLEM.replace("(at t1 a))", "(at t1 a)"), "problem") == ("lint=problem_parens",)
-    huge = _TYPED_PROBLEM.replace("(:init", "(:init " + "(at t1 a) " * 8000)
-    assert _lint_features(huge.replace(":init", ":inital"), "problem") == ()  # past what is read: no verdict
-    # the validator stops at the domain's error; the misspelt problem section is still read
-    state = EpisodeState("t", domain=_TYPED_DOMAIN, problem=_TYPED_PROBLEM.replace(":init", ":inital"),
-                         error_category="parse_error_domain",
-                         validator_errors="domain.pddl:3:28: error: argument '?v' of predicate 'at' is of type "
-                                          "truck, not plane [semantic.type_mismatch]")
-    feats = state_features(state)
-    assert "lint=problem_keyword" in feats and not any(f.startswith("lint=domain") for f in feats)
-    assert any(f.startswith("ctx0=") and "lint=problem_keyword" in f for f in feats)  # part of the symptom
-    assert not any("lint=" in f for f in state_features(state, "halo-feat-4"))
-
-
 def test_feature_sets_by_version_and_old_artifacts(tmp_path):
     from train.features import FEATURE_VERSION, FeatureVersionError, state_features
 
     state = EpisodeState("t", domain=_TYPED_DOMAIN, problem=_TYPED_PROBLEM, error_category="unsolvable_proved")
-    new, old = state_features(state, "halo-feat-4"), state_features(state, "halo-feat-3")
+    new, old = state_features(state), state_features(state, "halo-feat-3")
     assert "types=consistent" in new and "types=consistent|unsolvable_proved" in new
     assert not any(f.startswith("type") for f in old) and set(old) < set(new)
-    assert state_features(state) == new  # clean PDDL: the lint adds nothing
     with pytest.raises(FeatureVersionError, match="retrain"):
         state_features(state, "halo-feat-1")
     train_fast_policy(synthetic_episodes(n_tasks=20, noise=0.1, seed=4), tmp_path / "m")

@@ -81,7 +81,7 @@ def test_pipeline_small_end_to_end(tmp_path):
     extra = Manifest.load(tmp_path / "models" / "fast").extra
     assert extra["retry_discount"] == pytest.approx(retry_discount_from(episodes))
     assert 0.05 <= extra["retry_discount"] < 1
-    assert extra["feature_version"] == "halo-feat-5"
+    assert extra["feature_version"] == "halo-feat-4"
     # expert iteration from the DAgger policy is the main policy; its decision settings go on with it
     exit_manifest = Manifest.load(tmp_path / "models" / "fast-exit")
     assert exit_manifest.extra["rl"]["advantage"] == "exit" and 0.05 <= exit_manifest.extra["retry_discount"] < 1
