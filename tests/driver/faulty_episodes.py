@@ -36,6 +36,14 @@ async def slow(task, policy, config, *, episode_id, delay_s: float):  # noqa: AN
     return await run_episode(task, policy, config, episode_id=episode_id)
 
 
+async def gated(task, policy, config, *, episode_id, gate: str, max_wait_s: float):  # noqa: ANN001, ANN201
+    """Waits until the file `gate` exists (at most `max_wait_s`): the job stays running until the test lets it go."""
+    deadline = asyncio.get_running_loop().time() + max_wait_s
+    while not Path(gate).exists() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+    return await run_episode(task, policy, config, episode_id=episode_id)
+
+
 async def slow_once(task, policy, config, *, episode_id, marker: str, victim: str, delay_s: float):  # noqa: ANN001, ANN201
     """The first run of `victim` stalls for `delay_s` (a straggler); any later copy runs normally."""
     if episode_id == victim and not Path(marker).exists():

@@ -72,15 +72,18 @@ def test_endpoint_dying_mid_job_stops_it_past_the_threshold(tmp_path):
 
 
 def test_a_second_writer_of_a_run_is_refused_and_nothing_is_stored_twice(tmp_path):
-    config = RolloutConfig(store_url=str(tmp_path), tasks="planbench:blocksworld:4", episodes=12, replicas=1,
-                           run_id="two-writers", progress=False, commit_max_age_s=0.2,
-                           episode_fn=functools.partial(faulty.slow, delay_s=0.3))
+    # the first job's episodes wait for a gate the test opens only after the second job was refused,
+    # so the first is still writing however slowly the second starts
+    gate = tmp_path / "gate"
+    config = RolloutConfig(store_url=str(tmp_path / "store"), tasks="planbench:blocksworld:4", episodes=12,
+                           replicas=1, run_id="two-writers", progress=False, commit_max_age_s=0.2,
+                           episode_fn=functools.partial(faulty.gated, gate=str(gate), max_wait_s=240))
     first = RolloutJob(config)
     result: dict = {}
     thread = threading.Thread(target=lambda: result.setdefault("summary", first.run()))
     thread.start()
     try:
-        store = TrajectoryStore(tmp_path)
+        store = TrajectoryStore(tmp_path / "store")
         deadline = time.monotonic() + 180  # Ray's start alone can take tens of seconds on a loaded machine
         while not (first.lease is not None and first.lease.acquired_at) and time.monotonic() < deadline:
             threading.Event().wait(0.05)
@@ -89,6 +92,7 @@ def test_a_second_writer_of_a_run_is_refused_and_nothing_is_stored_twice(tmp_pat
         with pytest.raises(LeaseHeld, match="run two-writers (is being written|was taken) by another process"):
             RolloutJob(config).run()
     finally:
+        gate.touch()
         thread.join(timeout=300)
     assert result["summary"].status == "completed" and result["summary"].committed == 12
     rows = store.read_table(["two-writers"], columns=["episode_id", "step"]).to_pylist()
