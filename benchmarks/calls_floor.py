@@ -1,0 +1,126 @@
+"""How low Table 2's calls ratio can go in the simulated world: a yardstick for issue 26's 0.55x.
+
+On the full pipeline's held-out tasks (benchmarks/halo_pipeline.py's task set and split), per
+Table-2 family, two orchestrators run on the same tasks and seeds:
+
+- the weaker prompted teacher, the ratio's denominator (`teacher:model=sim`, no rules layer);
+- a chooser that reads the world's hidden faults and never errs, behind the free rules layer
+  (`rules+teacher:model=sim,quality=1.0,unparsable=0`: the simulated teacher naming the agent
+  that repairs the fault reported first, every time, one call per decision), which no trained
+  policy can see.
+
+Calls are counted the paper's way (train/accounting.py: the draft, one call per model decision,
+one per LLM agent run); the chooser's ratio comes with its one-sided 95% lower bound (paired
+episodes, delta method). The chooser's ratio shows what choosing right buys when each iteration
+still runs one LLM agent. It is a yardstick, not a target: nothing here is judged and the exit
+code is 0 unless the run fails. SIMULATED (llm_backend=sim).
+
+    python benchmarks/calls_floor.py --out /tmp/calls-floor
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parent))  # halo_pipeline's task sets
+
+WEAKER = "teacher:model=sim"
+CHOOSER = "rules+teacher:model=sim,quality=1.0,unparsable=0"
+PAPER_TARGET = 0.55
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None, help="folder for the generated task sets (default: a new temp folder)")
+    ap.add_argument("--seeds", type=int, default=2, help="episodes per held-out task and orchestrator")
+    ap.add_argument("--natural-plan", type=int, default=15, help="Natural Plan tasks per type and level")
+    ap.add_argument("--classical-paper", type=int, default=30, help="classical-paper tasks per level")
+    ap.add_argument("--llm", default="sim", help="the simulated world: sim or sim:world=FILE")
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--json", action="store_true")
+    return ap.parse_args(argv)
+
+
+def held_out_split(args: argparse.Namespace, out: Path) -> list:
+    from halo_pipeline import classical_paper_set, natural_plan_set
+
+    from train.pipeline import DEFAULT_HOLDOUT_DOMAINS, PipelineConfig, PipelineResult, split_stage
+
+    tasks = "planbench:all:25,ipc:bundled"
+    holdout = DEFAULT_HOLDOUT_DOMAINS
+    if args.natural_plan > 0:
+        tasks += "," + natural_plan_set(out / "natural-plan-set", args.natural_plan)
+    if args.classical_paper > 0:
+        tasks += "," + classical_paper_set(out / "classical-paper-set", args.classical_paper)
+        holdout += ("generated/hanoi", "generated/childsnack")
+    cfg = PipelineConfig(out=str(out), tasks=tasks, holdout_domains=holdout, llm=args.llm)
+    return split_stage(cfg, PipelineResult(config={})).held_out
+
+
+def paired_ratio(a: list[float], b: list[float]) -> tuple[float, float]:
+    """mean(a) / mean(b) over paired episodes and its one-sided 95% lower bound (delta method)."""
+    n, mb = len(a), statistics.fmean(b)
+    r = statistics.fmean(a) / mb
+    se = statistics.stdev([x - r * y for x, y in zip(a, b, strict=True)]) / mb / math.sqrt(n)
+    return r, r - 1.645 * se
+
+
+def family_figures(tasks: list, seeds: list[int], args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    from train.accounting import DRAFT_CALLS, Orchestrator, account, episode_calls
+    from train.pipeline import run_policy
+
+    figures, calls = {}, {}
+    for name, spec in (("weaker teacher", WEAKER), ("hidden-fault chooser", CHOOSER)):
+        records = run_policy(tasks, spec, seeds, f"calls-floor-{name}", args.concurrency, args.llm).records
+        acc = account(records, Orchestrator("none"), 0.0)
+        calls[name] = [float(DRAFT_CALLS + sum(episode_calls(r))) for r in records]  # tasks x seeds, same order
+        figures[name] = {"episodes": acc.episodes, "oracle_success": acc.oracle_success, "iterations": acc.iterations,
+                         "llm_calls": acc.llm_calls, "decision_calls": acc.decision_calls,
+                         "agent_calls": acc.agent_calls}
+    ratio, lower = paired_ratio(calls["hidden-fault chooser"], calls["weaker teacher"])
+    figures["ratio"] = {"llm_calls": ratio, "lower": lower}
+    return figures
+
+
+def format_rows(by_family: dict[str, dict[str, dict[str, float]]]) -> str:
+    lines = ["| family | orchestrator | episodes | oracle success | iterations "
+             "| LLM calls (decisions + agents + draft) |",
+             "|---|---|---|---|---|---|"]
+    for fam, figures in by_family.items():
+        for name in ("weaker teacher", "hidden-fault chooser"):
+            f = figures[name]
+            lines.append(f"| {fam} | {name} | {f['episodes']} | {f['oracle_success']:.1%} | {f['iterations']:.2f} | "
+                         f"{f['llm_calls']:.2f} ({f['decision_calls']:.2f} + {f['agent_calls']:.2f} + 1) |")
+    ratios = ", ".join(f"{fam} {f['ratio']['llm_calls']:.3f}x (lower {f['ratio']['lower']:.3f})"
+                       for fam, f in by_family.items())
+    lines.append(f"calls ratio, hidden-fault chooser / weaker teacher: {ratios} "
+                 f"(no target here; Table 2's is <= {PAPER_TARGET}x for the trained policy)")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from train.table2 import table2_family
+
+    args = _args(argv)
+    out = Path(args.out or tempfile.mkdtemp(prefix="calls-floor-"))
+    held_out = held_out_split(args, out)
+    seeds = [20_000 + k for k in range(args.seeds)]  # the pipeline's first evaluation seeds
+    by_family = {}
+    for fam in sorted({table2_family(t.family) for t in held_out}):
+        by_family[fam] = family_figures([t for t in held_out if table2_family(t.family) == fam], seeds, args)
+    print(f"SIMULATED world ({args.llm}); {len(held_out)} held-out tasks x {len(seeds)} seeds")
+    print(format_rows(by_family))
+    if args.json:
+        print(json.dumps(by_family))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
