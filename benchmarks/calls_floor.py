@@ -36,10 +36,16 @@ CHOOSER = "rules+teacher:model=sim,quality=1.0,unparsable=0"
 PAPER_TARGET = 0.55
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"want a whole number >= 1, got {text!r}")
+    return int(text)
+
+
 def _args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, help="folder for the generated task sets (default: a new temp folder)")
-    ap.add_argument("--seeds", type=int, default=2, help="episodes per held-out task and orchestrator")
+    ap.add_argument("--seeds", type=_positive, default=2, help="episodes per held-out task and orchestrator")
     ap.add_argument("--natural-plan", type=int, default=15, help="Natural Plan tasks per type and level")
     ap.add_argument("--classical-paper", type=int, default=30, help="classical-paper tasks per level")
     ap.add_argument("--llm", default="sim", help="the simulated world: sim or sim:world=FILE")
@@ -68,6 +74,8 @@ def paired_ratio(a: list[float], b: list[float]) -> tuple[float, float]:
     """mean(a) / mean(b) over paired episodes and its one-sided 95% lower bound (delta method)."""
     n, mb = len(a), statistics.fmean(b)
     r = statistics.fmean(a) / mb
+    if n < 2:
+        return r, -math.inf
     se = statistics.stdev([x - r * y for x, y in zip(a, b, strict=True)]) / mb / math.sqrt(n)
     return r, r - 1.645 * se
 
@@ -106,20 +114,34 @@ def format_rows(by_family: dict[str, dict[str, dict[str, float]]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from train.table2 import table2_family
+    from rollout.sim.spec import sim_config_for
+    from solvers.errors import HaloError
 
     args = _args(argv)
+    try:
+        sim_config_for(args.llm)  # a bad --llm fails here, before the task sets are generated
+        by_family, n_tasks = run(args)
+    except HaloError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"SIMULATED world ({args.llm}); {n_tasks} held-out tasks x {args.seeds} seeds")
+    print(format_rows(by_family))
+    if args.json:
+        print(json.dumps(by_family))
+    return 0
+
+
+def run(args: argparse.Namespace) -> tuple[dict[str, dict[str, dict[str, float]]], int]:
+    """The figures per Table-2 family, and the number of held-out tasks."""
+    from train.table2 import table2_family
+
     out = Path(args.out or tempfile.mkdtemp(prefix="calls-floor-"))
     held_out = held_out_split(args, out)
     seeds = [20_000 + k for k in range(args.seeds)]  # the pipeline's first evaluation seeds
     by_family = {}
     for fam in sorted({table2_family(t.family) for t in held_out}):
         by_family[fam] = family_figures([t for t in held_out if table2_family(t.family) == fam], seeds, args)
-    print(f"SIMULATED world ({args.llm}); {len(held_out)} held-out tasks x {len(seeds)} seeds")
-    print(format_rows(by_family))
-    if args.json:
-        print(json.dumps(by_family))
-    return 0
+    return by_family, len(held_out)
 
 
 if __name__ == "__main__":

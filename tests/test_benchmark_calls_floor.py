@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import math
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-from test_benchmark_exit_codes import _load
+from test_benchmark_exit_codes import BENCH, _load
 
 
 def test_a_ratio_with_no_spread_between_pairs_is_its_own_bound() -> None:
@@ -30,3 +33,28 @@ def test_the_bound_sits_below_the_ratio_and_narrows_with_more_pairs() -> None:
     mean_r = sum(resid) / n
     sd = math.sqrt(sum((v - mean_r) ** 2 for v in resid) / (n - 1))
     assert ratio - lower == pytest.approx(1.645 * sd / mb / math.sqrt(n))
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(BENCH / "calls_floor.py"), *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_missing_world_file_is_one_line_and_generates_nothing(tmp_path: Path) -> None:
+    done = _run("--out", str(tmp_path), "--llm", f"sim:world={tmp_path / 'nope.yaml'}")
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: ") and "no such world file" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_zero_seeds_is_refused_by_the_argument_parser(tmp_path: Path) -> None:
+    done = _run("--out", str(tmp_path), "--seeds", "0")
+    assert done.returncode == 2
+    assert "want a whole number >= 1, got '0'" in done.stderr and "Traceback" not in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_one_pair_has_no_bound() -> None:
+    ratio, lower = _load("calls_floor").paired_ratio([3.0], [6.0])
+    assert ratio == pytest.approx(0.5) and lower == -math.inf
