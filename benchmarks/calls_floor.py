@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -55,29 +54,24 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def held_out_split(args: argparse.Namespace, out: Path) -> list:
-    from halo_pipeline import classical_paper_set, natural_plan_set
+    """The full pipeline's held-out tasks (its task set, generated sets and split)."""
+    from halo_pipeline import with_generated_sets
 
-    from train.pipeline import DEFAULT_HOLDOUT_DOMAINS, PipelineConfig, PipelineResult, split_stage
+    from train.pipeline import PipelineConfig, PipelineResult, split_stage
 
-    tasks = "planbench:all:25,ipc:bundled"
-    holdout = DEFAULT_HOLDOUT_DOMAINS
-    if args.natural_plan > 0:
-        tasks += "," + natural_plan_set(out / "natural-plan-set", args.natural_plan)
-    if args.classical_paper > 0:
-        tasks += "," + classical_paper_set(out / "classical-paper-set", args.classical_paper)
-        holdout += ("generated/hanoi", "generated/childsnack")
+    tasks, holdout = with_generated_sets("planbench:all:25,ipc:bundled", out, args.natural_plan,
+                                         args.classical_paper)
     cfg = PipelineConfig(out=str(out), tasks=tasks, holdout_domains=holdout, llm=args.llm)
     return split_stage(cfg, PipelineResult(config={})).held_out
 
 
 def paired_ratio(a: list[float], b: list[float]) -> tuple[float, float]:
-    """mean(a) / mean(b) over paired episodes and its one-sided 95% lower bound (delta method)."""
-    n, mb = len(a), statistics.fmean(b)
-    r = statistics.fmean(a) / mb
-    if n < 2:
-        return r, -math.inf
-    se = statistics.stdev([x - r * y for x, y in zip(a, b, strict=True)]) / mb / math.sqrt(n)
-    return r, r - 1.645 * se
+    """mean(a) / mean(b) over paired episodes and its one-sided 95% lower bound: train.targets'
+    delta-method bound mirrored below the ratio (-inf with fewer than two pairs)."""
+    from train.targets import paired_ratio as ratio_with_upper
+
+    _, _, ratio, upper = ratio_with_upper(b, a)
+    return ratio, 2 * ratio - upper if len(a) >= 2 else -math.inf
 
 
 def family_figures(tasks: list, seeds: list[int], args: argparse.Namespace) -> dict[str, dict[str, float]]:

@@ -59,8 +59,22 @@ def classical_paper_set(folder: Path, per_level: int) -> str:
     return f"gen:{folder}"
 
 
+def with_generated_sets(tasks: str, out: Path, natural_plan: int, classical_paper: int) -> tuple[str, tuple[str, ...]]:
+    """The task spec with the generated Natural Plan and classical-paper sets (generated or reused
+    under `out`; 0: left out), and the domains the cross-domain hold-out keeps out of training."""
+    from train.pipeline import DEFAULT_HOLDOUT_DOMAINS
+
+    holdout = DEFAULT_HOLDOUT_DOMAINS
+    if natural_plan > 0:
+        tasks += "," + natural_plan_set(out / "natural-plan-set", natural_plan)
+    if classical_paper > 0:
+        tasks += "," + classical_paper_set(out / "classical-paper-set", classical_paper)
+        holdout += ("generated/hanoi", "generated/childsnack")  # the same domains, generated, stay out too
+    return tasks, holdout
+
+
 def main(argv: list[str] | None = None) -> int:
-    from train.pipeline import DEFAULT_HOLDOUT_DOMAINS, PipelineConfig, PipelineError, format_report, run_pipeline
+    from train.pipeline import PipelineConfig, PipelineError, format_report, run_pipeline
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer tasks and seeds (a few minutes)")
@@ -131,13 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or tempfile.mkdtemp(prefix="halo-pipeline-")
     tasks = args.tasks or ("planbench:all:10,ipc:bundled" if args.quick else "planbench:all:25,ipc:bundled")
     np_count = (2 if args.quick else 15) if args.natural_plan is None else args.natural_plan
-    if np_count > 0:
-        tasks += "," + natural_plan_set(Path(out) / "natural-plan-set", np_count)
     cp_count = (2 if args.quick else 30) if args.classical_paper is None else args.classical_paper
-    holdout = DEFAULT_HOLDOUT_DOMAINS
-    if cp_count > 0:
-        tasks += "," + classical_paper_set(Path(out) / "classical-paper-set", cp_count)
-        holdout += ("generated/hanoi", "generated/childsnack")  # the same domains, generated, stay out too
+    tasks, holdout = with_generated_sets(tasks, Path(out), np_count, cp_count)
     cfg = PipelineConfig(
         out=out, tasks=tasks, stronger="" if args.no_stronger else "teacher:model=sim,profile=stronger",
         vanilla=not args.no_vanilla, dynamic_ablation=not args.no_dynamic, holdout_domains=holdout,

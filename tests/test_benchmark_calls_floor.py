@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from test_benchmark_exit_codes import BENCH, _load
 
+from train.targets import Z_ONE_SIDED_95
+
 
 def test_a_ratio_with_no_spread_between_pairs_is_its_own_bound() -> None:
     ratio, lower = _load("calls_floor").paired_ratio([3.0, 5.0, 6.0], [6.0, 10.0, 12.0])
@@ -32,7 +34,7 @@ def test_the_bound_sits_below_the_ratio_and_narrows_with_more_pairs() -> None:
     resid = [x - ratio * y for x, y in zip(a, b, strict=True)]
     mean_r = sum(resid) / n
     sd = math.sqrt(sum((v - mean_r) ** 2 for v in resid) / (n - 1))
-    assert ratio - lower == pytest.approx(1.645 * sd / mb / math.sqrt(n))
+    assert ratio - lower == pytest.approx(Z_ONE_SIDED_95 * sd / mb / math.sqrt(n))
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
