@@ -12,8 +12,10 @@ Table-2 family, two orchestrators run on the same tasks and seeds:
 Calls are counted the paper's way (train/accounting.py: the draft, one call per model decision,
 one per LLM agent run); the chooser's ratio comes with its one-sided 95% lower bound (paired
 episodes, delta method). The chooser's ratio shows what choosing right buys when each iteration
-still runs one LLM agent. It is a yardstick, not a target: nothing here is judged and the exit
-code is 0 unless the run fails. SIMULATED (llm_backend=sim).
+still runs one LLM agent. It is a yardstick, not a target: nothing here is judged. A pair where
+either episode failed on infrastructure (a tool that cannot start) or broke is left out and
+counted, and the exit code is then 1; it is 2 on bad input or when no pair is left, 0 otherwise.
+SIMULATED (llm_backend=sim).
 
     python benchmarks/calls_floor.py --out /tmp/calls-floor
 """
@@ -32,6 +34,7 @@ sys.path.append(str(Path(__file__).resolve().parent))  # halo_pipeline's task se
 
 WEAKER = "teacher:model=sim"
 CHOOSER = "rules+teacher:model=sim,quality=1.0,unparsable=0"
+ORCHESTRATORS = (("weaker teacher", WEAKER), ("hidden-fault chooser", CHOOSER))  # the ratio's base, then its top
 PAPER_TARGET = 0.55
 
 
@@ -75,20 +78,40 @@ def paired_ratio(a: list[float], b: list[float]) -> tuple[float, float]:
 
 
 def family_figures(tasks: list, seeds: list[int], args: argparse.Namespace) -> dict[str, dict[str, float]]:
-    from train.accounting import DRAFT_CALLS, Orchestrator, account, episode_calls
+    """Both orchestrators on tasks x seeds, over the pairs where both ended on an outcome (an
+    infrastructure failure or a broken episode drops its pair, counted in `dropped`)."""
+    from rollout.core.infra import InfraFailure
+    from rollout.core.trajectory import outcome_pairs
+    from train.accounting import DRAFT_CALLS, episode_calls
     from train.pipeline import run_policy
 
-    figures, calls = {}, {}
-    for name, spec in (("weaker teacher", WEAKER), ("hidden-fault chooser", CHOOSER)):
-        records = run_policy(tasks, spec, seeds, f"calls-floor-{name}", args.concurrency, args.llm).records
-        acc = account(records, Orchestrator("none"), 0.0)
-        calls[name] = [float(DRAFT_CALLS + sum(episode_calls(r))) for r in records]  # tasks x seeds, same order
-        figures[name] = {"episodes": acc.episodes, "oracle_success": acc.oracle_success, "iterations": acc.iterations,
-                         "llm_calls": acc.llm_calls, "decision_calls": acc.decision_calls,
-                         "agent_calls": acc.agent_calls}
-    ratio, lower = paired_ratio(calls["hidden-fault chooser"], calls["weaker teacher"])
-    figures["ratio"] = {"llm_calls": ratio, "lower": lower}
+    runs = [run_policy(tasks, spec, seeds, f"calls-floor-{name}", args.concurrency, args.llm).records
+            for name, spec in ORCHESTRATORS]
+    pairs = outcome_pairs(*runs)
+    if not pairs:
+        reason = next((r.infra_error for run in runs for r in run if r.infra_error), "broken episodes")
+        raise InfraFailure("infrastructure", f"none of {len(runs[0])} episode pairs ended on an outcome: {reason}")
+    figures: dict[str, dict[str, float]] = {}
+    calls = []
+    for (name, _), records in zip(ORCHESTRATORS, zip(*pairs, strict=True), strict=True):
+        figures[name] = _account(list(records))
+        calls.append([float(DRAFT_CALLS + sum(episode_calls(r))) for r in records])
+    ratio, lower = paired_ratio(calls[1], calls[0])
+    figures["ratio"] = {"llm_calls": ratio, "lower": lower, "dropped": float(len(runs[0]) - len(pairs))}
     return figures
+
+
+def _account(records: list) -> dict[str, float]:
+    from train.accounting import Orchestrator, account
+
+    acc = account(records, Orchestrator("none"), 0.0)
+    return {"episodes": acc.episodes, "oracle_success": acc.oracle_success, "iterations": acc.iterations,
+            "llm_calls": acc.llm_calls, "decision_calls": acc.decision_calls, "agent_calls": acc.agent_calls}
+
+
+def dropped_pairs(by_family: dict[str, dict[str, dict[str, float]]]) -> dict[str, int]:
+    """The families where pairs were left out (infrastructure failures, broken episodes), and how many."""
+    return {fam: int(f["ratio"]["dropped"]) for fam, f in by_family.items() if f["ratio"]["dropped"]}
 
 
 def format_rows(by_family: dict[str, dict[str, dict[str, float]]]) -> str:
@@ -96,7 +119,7 @@ def format_rows(by_family: dict[str, dict[str, dict[str, float]]]) -> str:
              "| LLM calls (decisions + agents + draft) |",
              "|---|---|---|---|---|---|"]
     for fam, figures in by_family.items():
-        for name in ("weaker teacher", "hidden-fault chooser"):
+        for name, _ in ORCHESTRATORS:
             f = figures[name]
             lines.append(f"| {fam} | {name} | {f['episodes']} | {f['oracle_success']:.1%} | {f['iterations']:.2f} | "
                          f"{f['llm_calls']:.2f} ({f['decision_calls']:.2f} + {f['agent_calls']:.2f} + 1) |")
@@ -104,6 +127,10 @@ def format_rows(by_family: dict[str, dict[str, dict[str, float]]]) -> str:
                        for fam, f in by_family.items())
     lines.append(f"calls ratio, hidden-fault chooser / weaker teacher: {ratios} "
                  f"(no target here; Table 2's is <= {PAPER_TARGET}x for the trained policy)")
+    dropped = dropped_pairs(by_family)
+    if dropped:
+        lines.append("pairs dropped (an infrastructure failure or a broken episode, not an outcome): "
+                     + ", ".join(f"{fam} {n}" for fam, n in dropped.items()) + "; the figures stand on fewer pairs")
     return "\n".join(lines)
 
 
@@ -122,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     print(format_rows(by_family))
     if args.json:
         print(json.dumps(by_family))
-    return 0
+    return 1 if dropped_pairs(by_family) else 0
 
 
 def run(args: argparse.Namespace) -> tuple[dict[str, dict[str, dict[str, float]]], int]:

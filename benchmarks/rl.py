@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rollout.core.trajectory import EpisodeRecord, is_infra_failure  # noqa: E402
+from rollout.core.trajectory import EpisodeRecord, is_infra_failure, outcome_pairs  # noqa: E402
 from rollout.llm.spec import is_sim_spec  # noqa: E402
 from rollout.tasks import Task, load_tasks  # noqa: E402
 from train.pipeline import domain_key, run_policy, split_tasks  # noqa: E402
@@ -129,8 +129,7 @@ def evaluate(tasks: list[Task], start_dir: Path, rl_dir: Path, seeds: list[int],
         return paired_figures([], []), 0
     a = run_policy(tasks, f"rules+model:{start_dir}", seeds, "rl-bench-start", concurrency, llm=llm).records
     b = run_policy(tasks, f"rules+model:{rl_dir}", seeds, "rl-bench-rl", concurrency, llm=llm).records
-    kept = [(x, y) for x, y in zip(a, b, strict=True)
-            if not (is_infra_failure(x) or is_infra_failure(y) or x.error or y.error)]
+    kept = outcome_pairs(a, b)
     return paired_figures([x for x, _ in kept], [y for _, y in kept]), len(a) - len(kept)
 
 

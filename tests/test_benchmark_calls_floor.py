@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from test_benchmark_exit_codes import BENCH, _load
 
+from rollout.core.trajectory import EpisodeRecord, is_infra_failure, outcome_pairs
 from train.targets import Z_ONE_SIDED_95
 
 
@@ -60,3 +61,33 @@ def test_zero_seeds_is_refused_by_the_argument_parser(tmp_path: Path) -> None:
 def test_one_pair_has_no_bound() -> None:
     ratio, lower = _load("calls_floor").paired_ratio([3.0], [6.0])
     assert ratio == pytest.approx(0.5) and lower == -math.inf
+
+
+def _record(*, infra: str = "", error: str = "") -> EpisodeRecord:
+    record = EpisodeRecord("e", "r", "t", "f", "d", "p", "1", "sim", True, True, total_llm_calls=6, error=error)
+    record.infra_error = infra
+    return record
+
+
+def test_a_pair_with_an_infrastructure_failure_or_a_broken_episode_is_left_out_whole() -> None:
+    ok, down, broken = _record(), _record(infra="solver_unavailable: popf cannot start"), _record(error="boom")
+    a = [ok, down, ok, ok]
+    b = [ok, ok, broken, ok]
+    assert outcome_pairs(a, b) == [(ok, ok), (ok, ok)]
+    assert not is_infra_failure(ok) and is_infra_failure(down)
+
+
+def test_dropped_pairs_are_printed_and_counted() -> None:
+    bench = _load("calls_floor")
+    row = {"episodes": 10, "oracle_success": 0.5, "iterations": 3.0, "llm_calls": 6.0, "decision_calls": 2.0,
+           "agent_calls": 3.0}
+    by_family = {"planbench": {"weaker teacher": row, "hidden-fault chooser": row,
+                               "ratio": {"llm_calls": 1.0, "lower": 0.9, "dropped": 2.0}},
+                 "classical": {"weaker teacher": row, "hidden-fault chooser": row,
+                               "ratio": {"llm_calls": 1.0, "lower": 0.9, "dropped": 0.0}}}
+    assert bench.dropped_pairs(by_family) == {"planbench": 2}
+    assert "pairs dropped (an infrastructure failure or a broken episode, not an outcome): planbench 2;" in \
+        bench.format_rows(by_family)
+    by_family["planbench"]["ratio"]["dropped"] = 0.0
+    assert bench.dropped_pairs(by_family) == {}
+    assert "pairs dropped" not in bench.format_rows(by_family)

@@ -117,6 +117,13 @@ def is_infra_failure(record: EpisodeRecord) -> bool:
     return bool(getattr(record, "infra_error", ""))
 
 
+def outcome_pairs(a: list[EpisodeRecord], b: list[EpisodeRecord]) -> list[tuple[EpisodeRecord, EpisodeRecord]]:
+    """Paired episodes (same task and seed, in the same order) where both ended on an outcome of
+    their policy: a pair where either failed on infrastructure or broke is left out whole."""
+    return [(x, y) for x, y in zip(a, b, strict=True)
+            if not (is_infra_failure(x) or is_infra_failure(y) or x.error or y.error)]
+
+
 # EpisodeRecord fields that are not columns of the store (see their comments).
 NOT_STORED = frozenset({"infra_error"})
 
